@@ -1,0 +1,3 @@
+"""kubectl-desched: interactive descheduling from the operator's terminal."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from kubectl_desched.cli import main
+
+main()

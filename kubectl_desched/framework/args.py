@@ -1,0 +1,231 @@
+"""Plugin args as dataclasses, decoded from policy YAML with the field path in every error.
+
+A PluginArgs dataclass declares fields with upstream's JSON names (snake_case turned into camelCase, or
+`field(metadata={"key": ...})`), defaults, and a `validate(path)` for rules across fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
+
+from kubectl_desched.durations import parse_duration
+from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.selectors import Matcher, label_selector
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def json_key(f: dataclasses.Field) -> str:
+    return f.metadata.get("key") or camel(f.name)
+
+
+class PluginArgs:
+    """Base for args dataclasses; subclasses add fields and may override validate."""
+
+    deprecated: ClassVar[Mapping[str, str]] = {}
+
+    def validate(self, path: str) -> None:
+        """Raise ConfigError(path + field, message) for values that are wrong together."""
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if tp is bool:
+        return "a boolean"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if origin in (list, tuple):
+        return "a list"
+    if origin in (dict, Mapping) or (isinstance(tp, type) and dataclasses.is_dataclass(tp)):
+        return "an object"
+    return str(tp)
+
+
+def _convert(tp: Any, value: Any, path: str, warnings: list[str]) -> Any:
+    origin = get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        options = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(options[0], value, path, warnings)
+    if tp is Any:
+        return value
+    if origin is Literal:
+        allowed = get_args(tp)
+        if value not in allowed:
+            raise ConfigError(path, f"must be one of {', '.join(map(str, allowed))}, not {value!r}")
+        return value
+    if isinstance(tp, type) and hasattr(tp, "from_raw"):
+        return tp.from_raw(value, path)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return decode_args(tp, value, path, warnings)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be a boolean, not {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(path, f"must be an integer, not {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, f"must be a number, not {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, not {value!r}")
+        return value
+    if origin in (list, tuple):
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ConfigError(path, f"must be a list, not {value!r}")
+        (item_type, *_) = get_args(tp) or (Any,)
+        return [_convert(item_type, v, f"{path}[{i}]", warnings) for i, v in enumerate(value)]
+    if origin in (dict, Mapping):
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"must be an object, not {value!r}")
+        _, value_type = get_args(tp) or (str, Any)
+        return {str(k): _convert(value_type, v, f"{path}.{k}", warnings) for k, v in value.items()}
+    raise ConfigError(path, f"cannot decode a value of type {tp}")
+
+
+def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = None) -> Any:
+    """Build `cls` from a policy mapping; unknown fields are warned about (policies written for a newer
+    upstream still load), wrong types and invalid values are errors."""
+    warnings = warnings if warnings is not None else []
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(path, f"must be an object, not {raw!r}")
+    hints = get_type_hints(cls)
+    by_key = {json_key(f): f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    deprecated = getattr(cls, "deprecated", {})
+    for key, value in raw.items():
+        f = by_key.get(key)
+        sub = f"{path}.{key}" if path else str(key)
+        if f is None:
+            if key in ("apiVersion", "kind"):
+                continue
+            warnings.append(f"{sub}: unknown field, ignored")
+            continue
+        if key in deprecated:
+            warnings.append(f"{sub}: deprecated, {deprecated[key]}")
+        kwargs[f.name] = _convert(hints[f.name], value, sub, warnings)
+    obj = cls(**kwargs)
+    if isinstance(obj, PluginArgs):
+        obj.validate(path)
+    return obj
+
+
+def encode_args(obj: Any) -> Any:
+    """Args back to their JSON form (for `plugins -o json` and reports)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {json_key(f): encode_args(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if hasattr(obj, "to_raw"):
+        return obj.to_raw()
+    if isinstance(obj, list | tuple):
+        return [encode_args(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {k: encode_args(v) for k, v in obj.items()}
+    return obj
+
+
+def default_args(cls: type | None) -> Any:
+    """The args a plugin gets when the user gives none."""
+    return cls() if cls is not None else None
+
+
+def field_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+@dataclasses.dataclass
+class Namespaces:
+    """`namespaces: {include: [...]}` or `{exclude: [...]}`, never both."""
+
+    include: list[str] = dataclasses.field(default_factory=list)
+    exclude: list[str] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_raw(cls, value: Any, path: str) -> Namespaces:
+        obj = decode_args(cls, value, path)
+        if obj.include and obj.exclude:
+            raise ConfigError(path, "only one of include and exclude can be set")
+        return obj
+
+    def to_raw(self) -> dict[str, list[str]]:
+        return {k: v for k, v in (("include", self.include), ("exclude", self.exclude)) if v}
+
+    def allows(self, namespace: str) -> bool:
+        if self.include:
+            return namespace in self.include
+        return namespace not in self.exclude
+
+
+def percent_map(value: Mapping[str, float], path: str) -> dict[str, float]:
+    """ResourceThresholds: resource name -> percent in [0, 100]."""
+    out = {}
+    for name, pct in value.items():
+        if not 0 <= pct <= 100:
+            raise ConfigError(f"{path}.{name}", f"must be between 0 and 100, not {pct:g}")
+        out[name] = pct
+    return out
+
+
+@dataclasses.dataclass
+class Duration:
+    """metav1.Duration: "90s", "5m", "1h30m"."""
+
+    seconds: float = 0.0
+    text: str = ""
+
+    @classmethod
+    def from_raw(cls, value: Any, path: str) -> Duration:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return cls(float(value), f"{value}s")
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a duration such as 5m, not {value!r}")
+        try:
+            return cls(parse_duration(value, path), value)
+        except UsageError:
+            raise ConfigError(path, f"must be a duration such as 5m, not {value!r}") from None
+
+    def to_raw(self) -> str:
+        return self.text
+
+
+@dataclasses.dataclass
+class LabelSelectorArg:
+    """A metav1.LabelSelector in args, compiled once."""
+
+    raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_raw(cls, value: Any, path: str) -> LabelSelectorArg:
+        try:
+            label_selector(value)
+        except ValueError as e:
+            raise ConfigError(path, str(e)) from None
+        return cls(value or {})
+
+    def matcher(self) -> Matcher:
+        return label_selector(self.raw)
+
+    def to_raw(self) -> Mapping[str, Any]:
+        return self.raw

@@ -1,0 +1,175 @@
+"""Planning: the evictor plugins talk to while they run. It applies the scope and the profile's filters,
+enforces the global limits, and records candidates instead of evicting; a planned pod disappears from
+the state so later plugins do not count or pick it again (upstream's dry-run behaviour)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubectl_desched.framework.types import EvictOptions, EvictorPlugin
+from kubectl_desched.model import Pod
+from kubectl_desched.state import ClusterState
+
+ScopeCheck = Callable[[Pod], str | None]
+
+
+@dataclass
+class Limits:
+    """maxNoOfPodsToEvictPerNode / PerNamespace / Total; None is unlimited, 0 forbids evictions."""
+
+    per_node: int | None = None
+    per_namespace: int | None = None
+    total: int | None = None
+
+
+@dataclass
+class Candidate:
+    pod: Pod
+    plugin: str
+    reason: str
+    profile: str
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NodeReport:
+    plugin: str
+    klass: str
+    detail: str
+
+
+class EvictionPlan:
+    """Everything a run decided: candidates, notes on pods looked at but kept, node classes."""
+
+    def __init__(self, state: ClusterState, limits: Limits) -> None:
+        self.state = state
+        self.limits = limits
+        self.candidates: list[Candidate] = []
+        self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
+        self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
+        self.errors: list[str] = []
+        self._per_node: Counter[str] = Counter()
+        self._per_ns: Counter[str] = Counter()
+        self._pdb_used: Counter[tuple[str, str]] = Counter()
+
+    def limit_hit(self, pod: Pod) -> str | None:
+        """Which global limit stops one more eviction of this pod; checked total, node, namespace."""
+        lim = self.limits
+        if lim.total is not None and len(self.candidates) >= lim.total:
+            return f"maxNoOfPodsToEvictTotal ({lim.total}) reached"
+        if lim.per_node is not None and self._per_node[pod.node_name] >= lim.per_node:
+            return f"maxNoOfPodsToEvictPerNode ({lim.per_node}) reached on {pod.node_name}"
+        if lim.per_namespace is not None and self._per_ns[pod.namespace] >= lim.per_namespace:
+            return f"maxNoOfPodsToEvictPerNamespace ({lim.per_namespace}) reached in {pod.namespace}"
+        return None
+
+    def total_reached(self) -> bool:
+        return self.limits.total is not None and len(self.candidates) >= self.limits.total
+
+    def node_reached(self, node: str) -> bool:
+        return self.limits.per_node is not None and self._per_node[node] >= self.limits.per_node
+
+    def add(self, pod: Pod, options: EvictOptions, profile: str) -> Candidate:
+        cand = Candidate(pod, options.plugin, options.reason, profile, self._pdb_warnings(pod))
+        self.candidates.append(cand)
+        self._per_node[pod.node_name] += 1
+        self._per_ns[pod.namespace] += 1
+        self.state.remove(pod)
+        return cand
+
+    def _pdb_warnings(self, pod: Pod) -> list[str]:
+        """Evictions that the API will refuse (429) because a PDB has no budget left for them."""
+        out = []
+        for pdb in self.state.pdbs_for(pod):
+            key = (pdb.namespace, pdb.name)
+            left = pdb.disruptions_allowed - self._pdb_used[key]
+            self._pdb_used[key] += 1
+            if not pdb.fresh:
+                out.append(f"PodDisruptionBudget {pdb.name}: status not yet observed, eviction will be refused")
+            elif left <= 0:
+                out.append(f"PodDisruptionBudget {pdb.name} allows no more disruptions, eviction will be refused")
+        return out
+
+    def candidate_for(self, pod: Pod) -> Candidate | None:
+        for c in self.candidates:
+            if c.pod is pod:
+                return c
+        return None
+
+
+class ProfileEvictor:
+    """The Evictor a profile's plugins get: scope, then the profile's filter plugins, then limits."""
+
+    def __init__(self, plan: EvictionPlan, profile: str, filters: list[EvictorPlugin], scope: ScopeCheck) -> None:
+        self.plan = plan
+        self.profile = profile
+        self.filters = filters
+        self.scope = scope
+
+    def why_kept(self, pod: Pod) -> str | None:
+        """The first reason this pod may not be evicted at all, in explain's words."""
+        reason = self.scope(pod)
+        if reason:
+            return reason
+        for f in self.filters:
+            reason = f.filter(pod)
+            if reason:
+                return reason
+        return None
+
+    def why_not_now(self, pod: Pod) -> str | None:
+        for f in self.filters:
+            reason = f.pre_eviction_filter(pod)
+            if reason:
+                return reason
+        return None
+
+    def filter(self, pod: Pod) -> bool:
+        return self.why_kept(pod) is None
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        reason = self.why_not_now(pod)
+        if reason:
+            self.plan.notes[id(pod)].append(("preEvictionFilter", reason))
+        return reason is None
+
+    def evict(self, pod: Pod, options: EvictOptions) -> bool:
+        if self.plan.state.is_removed(pod):
+            return False
+        hit = self.plan.limit_hit(pod)
+        if hit:
+            self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but {hit}"))
+            return False
+        self.plan.add(pod, options, self.profile)
+        return True
+
+    def node_limit_reached(self, node: str) -> bool:
+        return self.plan.node_reached(node)
+
+    def total_limit_reached(self) -> bool:
+        return self.plan.total_reached()
+
+
+class PluginHandle:
+    """The Handle one plugin instance gets."""
+
+    def __init__(self, plan: EvictionPlan, evictor: ProfileEvictor, plugin: str) -> None:
+        self._plan = plan
+        self._evictor = evictor
+        self._plugin = plugin
+
+    @property
+    def state(self) -> ClusterState:
+        return self._plan.state
+
+    @property
+    def evictor(self) -> ProfileEvictor:
+        return self._evictor
+
+    def note(self, pod: Pod, text: str) -> None:
+        self._plan.notes[id(pod)].append((self._plugin, text))
+
+    def report_node(self, node: str, klass: str, detail: str) -> None:
+        self._plan.node_reports[node].append(NodeReport(self._plugin, klass, detail))

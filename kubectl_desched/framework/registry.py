@@ -1,0 +1,103 @@
+"""Registry: plugin name -> how to build it. In-tree plugins register at import; out-of-tree ones come
+from the `kubectl_desched.plugins` entry-point group, and a broken one is reported, not fatal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from kubectl_desched.errors import UsageError
+from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
+
+ENTRY_POINT_GROUP = "kubectl_desched.plugins"
+
+
+class RegistryError(UsageError):
+    pass
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    name: str
+    factory: Callable[[Any, Handle], Plugin]
+    args_type: type | None
+    points: tuple[str, ...]  # deschedule, balance, filter, preEvictionFilter
+    origin: str = "in-tree"
+    description: str = ""
+
+    @classmethod
+    def of(cls, plugin: type[Plugin], origin: str = "in-tree") -> PluginSpec:
+        if not isinstance(plugin, type) or not issubclass(plugin, Plugin):
+            raise TypeError(f"{plugin!r} is not a Plugin subclass")
+        name = getattr(plugin, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{plugin.__name__} has no name")
+        points = []
+        if issubclass(plugin, DeschedulePlugin):
+            points.append("deschedule")
+        if issubclass(plugin, BalancePlugin):
+            points.append("balance")
+        if issubclass(plugin, EvictorPlugin):
+            points += ["filter", "preEvictionFilter"]
+        if not points:
+            raise TypeError(f"{plugin.__name__} implements no extension point")
+        doc = plugin.description or ((plugin.__doc__ or "").strip().splitlines() or [""])[0]
+        return cls(name, plugin, plugin.args_type, tuple(points), origin, doc)
+
+
+class Registry:
+    def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
+        self._specs: dict[str, PluginSpec] = {}
+        self.broken: list[str] = []  # one line per out-of-tree plugin that could not be loaded
+        for s in specs:
+            self.register(s)
+
+    def register(self, spec: PluginSpec) -> None:
+        if spec.name in self._specs:
+            raise RegistryError(f"a plugin named {spec.name} already exists ({self._specs[spec.name].origin})")
+        self._specs[spec.name] = spec
+
+    def unregister(self, name: str) -> None:
+        if name not in self._specs:
+            raise RegistryError(f"no plugin named {name} exists")
+        del self._specs[name]
+
+    def merge(self, other: Registry) -> None:
+        for spec in other:
+            self.register(spec)
+
+    def get(self, name: str) -> PluginSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise RegistryError(f"unknown plugin {name!r}; known: {', '.join(sorted(self._specs))}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[PluginSpec]:
+        return iter(sorted(self._specs.values(), key=lambda s: s.name))
+
+    def with_points(self, point: str) -> list[PluginSpec]:
+        return [s for s in self if point in s.points]
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Register every plugin an installed distribution declares; record, don't raise, on failure."""
+        for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+            origin = f"{ep.dist.name if ep.dist else '?'} (entry point {ep.name})"
+            try:
+                loaded = ep.load()
+                items = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
+                if not isinstance(items, list | tuple):
+                    items = [items]
+                specs = [i if isinstance(i, PluginSpec) else PluginSpec.of(i, origin) for i in items]
+            except Exception as e:  # any import-time failure of third-party code
+                self.broken.append(f"out-of-tree plugin {ep.name} from {origin}: {type(e).__name__}: {e}")
+                continue
+            for spec in specs:
+                try:
+                    self.register(spec)
+                except RegistryError as e:
+                    self.broken.append(f"out-of-tree plugin {spec.name} from {origin}: {e}")

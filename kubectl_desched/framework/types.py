@@ -1,0 +1,90 @@
+"""Extension points. Plugins read the cluster state through their Handle and ask the handle's Evictor
+to evict; only evictors write to the cluster, and only after the user confirms."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from kubectl_desched.model import Node, Pod
+from kubectl_desched.state import ClusterState
+
+
+@dataclass(frozen=True)
+class EvictOptions:
+    plugin: str
+    reason: str = ""
+    delete_options: Mapping[str, Any] | None = None
+
+
+class Evictor(Protocol):
+    """What a plugin asks before and when it picks a pod (upstream's Filter / PreEvictionFilter / Evict)."""
+
+    def filter(self, pod: Pod) -> bool: ...
+
+    def pre_eviction_filter(self, pod: Pod) -> bool: ...
+
+    def evict(self, pod: Pod, options: EvictOptions) -> bool:
+        """Plan the eviction; False when a filter or a limit stops it."""
+        ...
+
+    def node_limit_reached(self, node: str) -> bool: ...
+
+    def total_limit_reached(self) -> bool: ...
+
+
+class Handle(Protocol):
+    """The services a plugin gets: the read-only state, its profile's evictor, and places to explain."""
+
+    @property
+    def state(self) -> ClusterState: ...
+
+    @property
+    def evictor(self) -> Evictor: ...
+
+    def note(self, pod: Pod, text: str) -> None:
+        """Record why this plugin looked at the pod and did not pick it (shown by explain)."""
+        ...
+
+    def report_node(self, node: str, klass: str, detail: str) -> None:
+        """Record how this plugin classified a node (shown in the nodes table and by explain)."""
+        ...
+
+
+class Plugin(ABC):
+    """Every plugin has a unique name; `args_type` (a PluginArgs dataclass) holds its args."""
+
+    name: ClassVar[str]
+    args_type: ClassVar[type | None] = None
+    description: ClassVar[str] = ""
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+
+class DeschedulePlugin(Plugin):
+    """Checks pods one by one against a rule they no longer meet."""
+
+    @abstractmethod
+    def deschedule(self, nodes: list[Node]) -> None: ...
+
+
+class BalancePlugin(Plugin):
+    """Looks at a group of pods or nodes and decides which pods to move to even things out."""
+
+    @abstractmethod
+    def balance(self, nodes: list[Node]) -> None: ...
+
+
+class EvictorPlugin(Plugin):
+    """A filter on which pods may be evicted (upstream's DefaultEvictor is one). Methods return None when
+    the pod passes, else the reason it is kept, so explain can show it."""
+
+    def filter(self, pod: Pod) -> str | None:
+        return None
+
+    def pre_eviction_filter(self, pod: Pod) -> str | None:
+        return None

@@ -1,0 +1,144 @@
+"""Read the cluster state from a live API server: paginated LISTs of raw JSON through the kubernetes
+client's transport, turned page by page into the lean model (never into the client's model classes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_desched.errors import DeschedError
+from kubectl_desched.kube.config import Connection
+from kubectl_desched.model import ParseError, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.state import ClusterState
+
+Progress = Callable[[str, int], None]
+PAGE_SIZE = 500  # kubectl's chunk size
+
+
+def api_message(e: ApiException) -> str:
+    try:
+        body = json.loads(e.body or "")
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    except (ValueError, TypeError):
+        pass
+    return (e.reason or "").strip() or f"HTTP {e.status}"
+
+
+def describe_api_error(e: Exception, what: str, server: str) -> DeschedError:
+    """One line that says what failed and what the server or network said."""
+    if isinstance(e, ApiException):
+        if e.status == 401:
+            return DeschedError(f"{what}: unauthorized (401): the server at {server} rejected your credentials")
+        if e.status == 403:
+            return DeschedError(f"{what}: forbidden (403): {api_message(e)}")
+        if e.status == 0:
+            return DeschedError(f"{what}: {e.reason}")
+        return DeschedError(f"{what}: {api_message(e)} ({e.status})")
+    if isinstance(e, urllib3.exceptions.MaxRetryError):
+        reason = e.reason
+        if isinstance(reason, urllib3.exceptions.SSLError):
+            return DeschedError(f"{what}: TLS error talking to {server}: {reason}")
+        return DeschedError(f"{what}: cannot reach the API server at {server}: {_short(reason)}")
+    if isinstance(e, urllib3.exceptions.TimeoutError | TimeoutError):
+        return DeschedError(f"{what}: timed out talking to {server} (see --request-timeout)")
+    return DeschedError(f"{what}: {type(e).__name__}: {_short(e)}")
+
+
+def _short(e: object) -> str:
+    text = str(e)
+    for marker in ("Connection refused", "Name or service not known", "timed out", "No route to host"):
+        if marker in text:
+            return marker.lower()
+    return text.splitlines()[0][:200] if text else type(e).__name__
+
+
+def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
+                 body: Any = None) -> Any:
+    """One API call through the kubernetes client (auth, TLS, proxies), returning parsed JSON."""
+    resp = conn.api.call_api(
+        path, method, query_params=query or [], header_params={"Accept": "application/json",
+                                                               "Content-Type": "application/json"},
+        body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=conn.timeout,
+    )
+    data = resp[0].data if isinstance(resp, tuple) else resp.data
+    return json.loads(data) if data else None
+
+
+class ListExpired(Exception):
+    """The continue token expired (410 Gone) during a long paginated read."""
+
+
+def list_pages(conn: Connection, path: str, *, field_selector: str | None = None,
+               progress: Progress | None = None, label: str = "") -> Iterator[list[Mapping[str, Any]]]:
+    """Yield the items of a LIST page by page; raises ListExpired on 410 Gone mid-list."""
+    cont, seen = "", 0
+    while True:
+        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+        if cont:
+            query.append(("continue", cont))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        try:
+            page = request_json(conn, "GET", path, query=query)
+        except ApiException as e:
+            if e.status == 410 and cont:
+                raise ListExpired(path) from None
+            raise
+        items = page.get("items") or []
+        seen += len(items)
+        if progress:
+            progress(label, seen)
+        yield items
+        cont = (page.get("metadata") or {}).get("continue") or ""
+        if not cont:
+            return
+
+
+def _read_all(conn: Connection, path: str, parse: Callable[[Mapping[str, Any]], Any], *,
+              field_selector: str | None = None, progress: Progress | None = None, label: str = "") -> list[Any]:
+    """Read a whole list; on 410 Gone start again from the first page, as kubectl does."""
+    for _attempt in range(4):
+        out: list[Any] = []
+        try:
+            for page in list_pages(conn, path, field_selector=field_selector, progress=progress, label=label):
+                out.extend(parse(obj) for obj in page)
+            return out
+        except ListExpired:
+            continue
+    raise DeschedError(f"listing {label or path}: the list kept expiring (410 Gone); try again")
+
+
+def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
+                 warn: Callable[[str], None] = lambda _m: None) -> ClusterState:
+    """Nodes, pods and PDBs. With a short list of node names only those nodes' pods are read
+    (field selector spec.nodeName), which is what `explain node` and `--nodes` need."""
+    what = "reading the cluster"
+    try:
+        try:
+            nodes = _read_all(conn, "/api/v1/nodes", node_from_json, progress=progress, label="nodes")
+            if node_names is not None and len(node_names) <= 20:
+                pods = []
+                for name in node_names:
+                    pods += _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
+                                      progress=progress, label="pods")
+            else:
+                # Pending pods are on no node; no plugin reads them.
+                pods = _read_all(conn, "/api/v1/pods", pod_from_json, field_selector="spec.nodeName!=",
+                                 progress=progress, label="pods")
+        except ParseError as e:
+            raise DeschedError(f"{what}: {e}") from None
+        try:
+            pdbs = _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
+        except ApiException as e:
+            if e.status not in (403, 404):
+                raise
+            warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
+            pdbs = []
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+        raise describe_api_error(e, what, conn.server) from None
+    return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})")

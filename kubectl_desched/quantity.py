@@ -1,0 +1,40 @@
+"""Kubernetes resource quantities as floats: cpu in millicores, everything else in base units."""
+
+from functools import lru_cache
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+@lru_cache(maxsize=4096)
+def parse_quantity(text: str | int | float) -> float:
+    """Parse '250m', '1.5Gi', '2e3' or a number; raises ValueError on anything else."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    if not isinstance(text, str):
+        raise ValueError(f"not a quantity: {text!r}")
+    s = text.strip()
+    if not s:
+        raise ValueError("empty quantity")
+    if s[-2:] in _BINARY:
+        return float(s[:-2]) * _BINARY[s[-2:]]
+    if s[-1] in _DECIMAL:  # a trailing letter is a suffix ("1E" is exa); "1e3" ends in a digit
+        return float(s[:-1]) * _DECIMAL[s[-1]]
+    return float(s)
+
+
+def resource_value(name: str, text: str | int | float) -> float:
+    """The value we compute with: millicores for cpu, base units otherwise."""
+    v = parse_quantity(text)
+    return v * 1000.0 if name == "cpu" else v
+
+
+def format_resource(name: str, value: float) -> str:
+    if name == "cpu":
+        return f"{value / 1000:g}" if value % 1000 == 0 else f"{value:.0f}m"
+    if name == "memory" or name.endswith("storage"):
+        for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if abs(value) >= size:
+                return f"{value / size:.1f}{unit}".replace(".0" + unit, unit)
+        return f"{value:.0f}"
+    return f"{value:g}"

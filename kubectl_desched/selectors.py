@@ -1,0 +1,109 @@
+"""Label selectors in both forms Kubernetes uses: the string form (`-l app=web,tier!=db`, a policy's
+nodeSelector) and the LabelSelector object (matchLabels / matchExpressions)."""
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Matcher = Callable[[Mapping[str, str]], bool]
+
+_SET_EXPR = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
+_EQ_EXPR = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)\s*$")
+
+
+def _match_all(_labels: Mapping[str, str]) -> bool:
+    return True
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on commas that are not inside parentheses."""
+    terms, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            terms.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    terms.append("".join(cur))
+    return [t for t in terms if t.strip()]
+
+
+def parse_selector(text: str | None) -> Matcher:
+    """Compile a string selector; raises ValueError naming the bad term."""
+    if text is None or not text.strip():
+        return _match_all
+    requirements: list[Matcher] = []
+    for term in _split_terms(text):
+        m = _EQ_EXPR.match(term)
+        if m:
+            key, op, value = m.groups()
+            if op == "!=":
+                requirements.append(lambda lb, k=key, v=value: lb.get(k) != v)
+            else:
+                requirements.append(lambda lb, k=key, v=value: lb.get(k) == v)
+            continue
+        m = _SET_EXPR.match(term)
+        if not m:
+            raise ValueError(f"invalid label selector term {term.strip()!r}")
+        negate, key, op, values = m.groups()
+        if op:
+            if negate:
+                raise ValueError(f"invalid label selector term {term.strip()!r}")
+            vals = frozenset(v.strip() for v in values.split(",") if v.strip())
+            requirements.append(_set_requirement(key, "In" if op == "in" else "NotIn", vals))
+        else:
+            requirements.append(_set_requirement(key, "DoesNotExist" if negate else "Exists", frozenset()))
+    return _all_of(requirements)
+
+
+def _set_requirement(key: str, operator: str, values: frozenset[str]) -> Matcher:
+    if operator == "In":
+        return lambda lb: lb.get(key) in values
+    if operator == "NotIn":
+        return lambda lb: lb.get(key) not in values  # a missing key matches NotIn, as in Kubernetes
+    if operator == "Exists":
+        return lambda lb: key in lb
+    if operator == "DoesNotExist":
+        return lambda lb: key not in lb
+    raise ValueError(f"unknown operator {operator!r}")
+
+
+def _all_of(requirements: list[Matcher]) -> Matcher:
+    if not requirements:
+        return _match_all
+    if len(requirements) == 1:
+        return requirements[0]
+    return lambda lb: all(r(lb) for r in requirements)
+
+
+def label_selector(obj: Mapping[str, Any] | None, *, empty_matches_all: bool = True) -> Matcher:
+    """Compile a LabelSelector object. An empty selector matches everything (PodDisruptionBudget in
+    policy/v1 and plugin args); a null one is handled by the caller."""
+    if not obj:
+        return _match_all if empty_matches_all else (lambda _lb: False)
+    if not isinstance(obj, Mapping):
+        raise ValueError("a label selector must be an object with matchLabels and/or matchExpressions")
+    requirements: list[Matcher] = []
+    match_labels = obj.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
+        raise ValueError("matchLabels must be a map of strings")
+    for k, v in match_labels.items():
+        requirements.append(lambda lb, k=str(k), v=str(v): lb.get(k) == v)
+    for i, expr in enumerate(obj.get("matchExpressions") or []):
+        if not isinstance(expr, Mapping) or "key" not in expr or "operator" not in expr:
+            raise ValueError(f"matchExpressions[{i}] needs key and operator")
+        op = expr["operator"]
+        values = frozenset(str(v) for v in expr.get("values") or [])
+        if op in ("In", "NotIn") and not values:
+            raise ValueError(f"matchExpressions[{i}]: operator {op} needs values")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"matchExpressions[{i}]: operator {op} takes no values")
+        try:
+            requirements.append(_set_requirement(str(expr["key"]), op, values))
+        except ValueError as e:
+            raise ValueError(f"matchExpressions[{i}]: {e}") from None
+    return _all_of(requirements)

@@ -1,0 +1,97 @@
+"""The cluster state plugins read: nodes, pods and PDBs with the indexes plugins need, plus the
+planned evictions, so a pod one plugin plans to evict is gone for the next plugin."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubectl_desched.model import Node, Pod, PodDisruptionBudget
+
+
+class ClusterState:
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        pods: Iterable[Pod],
+        pdbs: Iterable[PodDisruptionBudget] = (),
+        *,
+        source: str = "",
+        extra: Mapping[str, list[Any]] | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        self.now = now or datetime.now(UTC)  # the one clock every age check in a run uses
+        self.nodes: dict[str, Node] = {n.name: n for n in nodes}
+        self.pods: list[Pod] = list(pods)
+        self.pdbs: list[PodDisruptionBudget] = list(pdbs)
+        self.source = source
+        self.extra: Mapping[str, list[Any]] = extra or {}  # other kinds a source read, by kind
+        self._by_node: dict[str, list[Pod]] = defaultdict(list)
+        self._by_owner: dict[str, list[Pod]] = defaultdict(list)
+        self._by_key: dict[str, Pod] = {}
+        for p in self.pods:
+            self._by_key[p.key] = p
+            if p.node_name:
+                self._by_node[p.node_name].append(p)
+            owner = p.controller
+            if owner is not None:
+                self._by_owner[owner.uid or f"{p.namespace}/{owner.kind}/{owner.name}"].append(p)
+        self._pdbs_by_ns: dict[str, list[PodDisruptionBudget]] = defaultdict(list)
+        for b in self.pdbs:
+            self._pdbs_by_ns[b.namespace].append(b)
+        self._removed: set[int] = set()
+        self._requested: dict[str, dict[str, float]] = {}
+
+    # reading
+    def pods_on_node(self, node: str) -> list[Pod]:
+        """Pods bound to the node that no plugin has planned to evict yet."""
+        pods = self._by_node.get(node, [])
+        if not self._removed:
+            return list(pods)
+        return [p for p in pods if id(p) not in self._removed]
+
+    def all_pods_on_node(self, node: str) -> list[Pod]:
+        """Including the ones already planned for eviction (for explain and rendering)."""
+        return list(self._by_node.get(node, []))
+
+    def find_pod(self, namespace: str, name: str) -> Pod | None:
+        return self._by_key.get(f"{namespace}/{name}")
+
+    def owner_pods(self, pod: Pod) -> list[Pod]:
+        """Pods sharing the pod's controlling owner, not yet planned for eviction."""
+        owner = pod.controller
+        if owner is None:
+            return []
+        pods = self._by_owner.get(owner.uid or f"{pod.namespace}/{owner.kind}/{owner.name}", [])
+        return [p for p in pods if id(p) not in self._removed]
+
+    def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
+        return [b for b in self._pdbs_by_ns.get(pod.namespace, ()) if b.covers(pod)]
+
+    def requested(self, node: str) -> dict[str, float]:
+        """Summed requests of the node's non-terminal pods, with `pods` counting them (cached)."""
+        cached = self._requested.get(node)
+        if cached is None:
+            cached = {"pods": 0.0}
+            for p in self.pods_on_node(node):
+                if p.is_terminal:
+                    continue
+                cached["pods"] += 1
+                for k, v in p.requests.items():
+                    cached[k] = cached.get(k, 0.0) + v
+            self._requested[node] = cached
+        return cached
+
+    def is_removed(self, pod: Pod) -> bool:
+        return id(pod) in self._removed
+
+    # planning
+    def remove(self, pod: Pod) -> None:
+        self._removed.add(id(pod))
+        self._requested.pop(pod.node_name, None)
+
+    def reset(self) -> None:
+        self._removed.clear()
+        self._requested.clear()
