@@ -84,6 +84,16 @@ class ClusterState:
             self._requested[node] = cached
         return cached
 
+    def requested_before(self, node: str) -> dict[str, float]:
+        """Like requested(), ignoring planned evictions: the node as it is now."""
+        out = {"pods": 0.0}
+        for p in self._by_node.get(node, ()):
+            if not p.is_terminal:
+                out["pods"] += 1
+                for k, v in p.requests.items():
+                    out[k] = out.get(k, 0.0) + v
+        return out
+
     def is_removed(self, pod: Pod) -> bool:
         return id(pod) in self._removed
 

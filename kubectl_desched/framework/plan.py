@@ -49,7 +49,9 @@ class EvictionPlan:
         self.candidates: list[Candidate] = []
         self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
         self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
+        self.messages: list[tuple[str, str]] = []  # (plugin, text)
         self.errors: list[str] = []
+        self.evictors: list[ProfileEvictor] = []
         self._per_node: Counter[str] = Counter()
         self._per_ns: Counter[str] = Counter()
         self._pdb_used: Counter[tuple[str, str]] = Counter()
@@ -102,11 +104,12 @@ class EvictionPlan:
 class ProfileEvictor:
     """The Evictor a profile's plugins get: scope, then the profile's filter plugins, then limits."""
 
-    def __init__(self, plan: EvictionPlan, profile: str, filters: list[EvictorPlugin], scope: ScopeCheck) -> None:
+    def __init__(self, plan: EvictionPlan, profile: str, scope: ScopeCheck) -> None:
         self.plan = plan
         self.profile = profile
-        self.filters = filters
         self.scope = scope
+        self.filters: list[EvictorPlugin] = []
+        self.pre_filters: list[EvictorPlugin] = []
 
     def why_kept(self, pod: Pod) -> str | None:
         """The first reason this pod may not be evicted at all, in explain's words."""
@@ -120,7 +123,7 @@ class ProfileEvictor:
         return None
 
     def why_not_now(self, pod: Pod) -> str | None:
-        for f in self.filters:
+        for f in self.pre_filters:
             reason = f.pre_eviction_filter(pod)
             if reason:
                 return reason
@@ -173,3 +176,6 @@ class PluginHandle:
 
     def report_node(self, node: str, klass: str, detail: str) -> None:
         self._plan.node_reports[node].append(NodeReport(self._plugin, klass, detail))
+
+    def info(self, text: str) -> None:
+        self._plan.messages.append((self._plugin, text))

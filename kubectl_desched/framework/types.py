@@ -52,6 +52,10 @@ class Handle(Protocol):
         """Record how this plugin classified a node (shown in the nodes table and by explain)."""
         ...
 
+    def info(self, text: str) -> None:
+        """Say something about the run as a whole, e.g. why nothing needs to move."""
+        ...
+
 
 class Plugin(ABC):
     """Every plugin has a unique name; `args_type` (a PluginArgs dataclass) holds its args."""

@@ -1,0 +1,352 @@
+"""`kubectl desched`: parse flags, build the policy, hand over to app. Errors end as one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import yaml
+
+from kubectl_desched import __version__, app
+from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.framework.args import encode_args
+from kubectl_desched.framework.registry import Registry
+from kubectl_desched.kube.config import KubeOptions, parse_duration
+from kubectl_desched.plugins import full_registry
+from kubectl_desched.policy import Policy, decode_policy, load_policy, policy_from_plugins
+
+DEFAULT_BALANCE = "LowNodeUtilization"
+DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
+DEFAULT_TARGETS = "cpu=50,memory=50,pods=50"
+OUTPUTS = click.Choice(["table", "wide", "json", "yaml"])
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _options(*decorators: Decorator) -> Decorator:
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+    return apply
+
+
+cluster_options = _options(
+    click.option("--kubeconfig", metavar="FILE", help="Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
+    click.option("--context", help="Kubeconfig context to use."),
+    click.option("--cluster", help="Kubeconfig cluster to use instead of the context's."),
+    click.option("--user", help="Kubeconfig user to use instead of the context's."),
+    click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NS",
+                 help="Only pods in these namespaces are candidates (repeatable or comma-separated). "
+                      "Default: the context's namespace; all namespaces with --policy."),
+    click.option("-A", "--all-namespaces", is_flag=True, help="Pods in every namespace are candidates."),
+    click.option("--request-timeout", default="0", metavar="DURATION",
+                 help="Timeout of each API request, e.g. 30s (0: none, like kubectl)."),
+    click.option("--from-file", "from_files", multiple=True, metavar="FILE",
+                 help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output "
+                      "instead of the cluster (repeatable, - for stdin). Nothing can be evicted."),
+)
+
+scope_options = _options(
+    click.option("--nodes", metavar="A,B", help="Only these nodes are considered."),
+    click.option("--node-selector", metavar="LABELS", help="Only nodes matching this label selector are considered."),
+    click.option("--exclude-namespace", "exclude_namespaces", multiple=True, metavar="NS",
+                 help="Pods in these namespaces are never candidates (repeatable or comma-separated)."),
+    click.option("-l", "--selector", metavar="LABELS", help="Only pods matching this label selector are candidates."),
+    click.option("-o", "--output", type=OUTPUTS, default="table", show_default=True, help="Output format."),
+)
+
+policy_options = _options(
+    click.option("--policy", "policy_file", metavar="FILE",
+                 help="A DeschedulerPolicy or Koordinator DeschedulerConfiguration (descheduler/v1alpha2)."),
+    click.option("--policy-patch", metavar="PATCH",
+                 help="RFC 6902 JSON Patch applied to the policy first (inline, or @FILE)."),
+)
+
+plugin_options = _options(
+    click.option("--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
+    click.option("--thresholds", metavar="R=PCT,...",
+                 help=f"LowNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]."),
+    click.option("--target-thresholds", metavar="R=PCT,...",
+                 help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]."),
+    click.option("--use-deviation-thresholds", is_flag=True,
+                 help="Thresholds are deviations from the average node usage."),
+    click.option("--number-of-nodes", type=int, metavar="N",
+                 help="Act only when more than N nodes are under-utilized."),
+    click.option("--node-eviction-limit", type=int, metavar="N", help="evictionLimits.node of LowNodeUtilization."),
+    click.option("--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
+                 help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),
+    click.option("--evict-local-storage-pods", is_flag=True, help="DefaultEvictor: allow pods with emptyDir/hostPath."),
+    click.option("--evict-system-critical-pods", is_flag=True, help="DefaultEvictor: allow system-critical pods."),
+    click.option("--evict-daemonset-pods", is_flag=True, help="DefaultEvictor: allow DaemonSet pods."),
+    click.option("--evict-failed-bare-pods", is_flag=True, help="DefaultEvictor: allow failed pods without owner."),
+    click.option("--ignore-pvc-pods", is_flag=True, help="DefaultEvictor: protect pods with PVCs."),
+    click.option("--ignore-pods-without-pdb", is_flag=True, help="DefaultEvictor: protect pods no PDB covers."),
+    click.option("--priority-threshold", type=int, metavar="N", help="DefaultEvictor: protect pods of priority >= N."),
+    click.option("--min-replicas", type=int, metavar="N", help="DefaultEvictor: protect owners with fewer pods."),
+    click.option("--min-pod-age", metavar="DURATION", help="DefaultEvictor: protect pods younger than this."),
+    click.option("--node-fit", is_flag=True, help="DefaultEvictor: only evict pods that fit another node."),
+)
+
+limit_options = _options(
+    click.option("--max-pods-per-node", type=int, metavar="N", help="maxNoOfPodsToEvictPerNode."),
+    click.option("--max-pods-per-namespace", type=int, metavar="N", help="maxNoOfPodsToEvictPerNamespace."),
+    click.option("--max-pods", type=int, metavar="N", help="maxNoOfPodsToEvictTotal."),
+)
+
+act_options = _options(
+    click.option("-y", "--yes", is_flag=True, help="Evict every candidate without asking."),
+    click.option("--dry-run", type=click.Choice(["none", "client", "server"]), default="none", is_flag=False,
+                 flag_value="client", show_default=True,
+                 help="client: plan only; server: send the evictions with dryRun=All."),
+    click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
+)
+
+
+def _percentages(flag: str, text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"{flag}: expected RESOURCE=PERCENT[,...] such as cpu=20,memory=20, got {part!r}") \
+                from None
+    return out
+
+
+def _plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for v in values:
+        name, sep, text = v.partition("=")
+        try:
+            parsed = yaml.safe_load(text) if sep else None
+        except yaml.YAMLError:
+            parsed = None
+        if not sep or not isinstance(parsed, dict):
+            raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {v!r}")
+        out.setdefault(name.strip(), {}).update(parsed)
+    return out
+
+
+def _options_from(kw: dict[str, Any]) -> app.Options:
+    if kw.get("from_files") and any(kw.get(k) for k in ("kubeconfig", "context", "cluster", "user")):
+        raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster and --user do not apply")
+    timeout = parse_duration(kw.get("request_timeout") or "0")
+    return app.Options(
+        kube=KubeOptions(kw.get("kubeconfig"), kw.get("context"), kw.get("cluster"), kw.get("user"),
+                         (app._split(kw["namespaces"]) or [None])[0] if kw.get("namespaces") else None, timeout),
+        from_files=tuple(kw.get("from_files") or ()),
+        namespaces=tuple(kw.get("namespaces") or ()),
+        all_namespaces=bool(kw.get("all_namespaces")),
+        exclude_namespaces=tuple(kw.get("exclude_namespaces") or ()),
+        selector=kw.get("selector"),
+        nodes=kw.get("nodes"),
+        node_selector=kw.get("node_selector"),
+        output=kw.get("output") or "table",
+        yes=bool(kw.get("yes")),
+        dry_run=kw.get("dry_run") or "none",
+        grace_period=kw.get("grace_period"),
+    )
+
+
+def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for flag, key in (("evict_local_storage_pods", "evictLocalStoragePods"),
+                      ("evict_system_critical_pods", "evictSystemCriticalPods"),
+                      ("evict_daemonset_pods", "evictDaemonSetPods"),
+                      ("evict_failed_bare_pods", "evictFailedBarePods"),
+                      ("ignore_pvc_pods", "ignorePvcPods"),
+                      ("ignore_pods_without_pdb", "ignorePodsWithoutPDB"),
+                      ("node_fit", "nodeFit")):
+        if kw.get(flag):
+            args[key] = True
+    if kw.get("priority_threshold") is not None:
+        args["priorityThreshold"] = {"value": kw["priority_threshold"]}
+    if kw.get("min_replicas") is not None:
+        args["minReplicas"] = kw["min_replicas"]
+    if kw.get("min_pod_age"):
+        args["minPodAge"] = kw["min_pod_age"]
+    return args
+
+
+_PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes",
+                 "node_eviction_limit", "plugin_args", "plugins")
+
+
+def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS),
+        "targetThresholds": _percentages("--target-thresholds", kw.get("target_thresholds") or DEFAULT_TARGETS),
+    }
+    if kw.get("use_deviation_thresholds"):
+        args["useDeviationThresholds"] = True
+    if kw.get("number_of_nodes") is not None:
+        args["numberOfNodes"] = kw["number_of_nodes"]
+    if kw.get("node_eviction_limit") is not None:
+        args["evictionLimits"] = {"node": kw["node_eviction_limit"]}
+    return args
+
+
+def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plugins: list[str]) -> Policy:
+    """--policy (with --policy-patch), or the one-profile policy the plugin flags describe."""
+    limits = {"maxNoOfPodsToEvictPerNode": kw.get("max_pods_per_node"),
+              "maxNoOfPodsToEvictPerNamespace": kw.get("max_pods_per_namespace"),
+              "maxNoOfPodsToEvictTotal": kw.get("max_pods")}
+    for key, value in limits.items():
+        if value is not None and value < 0:
+            raise UsageError(f"{key}: must not be negative")
+    if kw.get("policy_file"):
+        given = [f for f in _PLUGIN_FLAGS if kw.get(f)]
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} does not combine with --policy; use --policy-patch")
+        policy = load_policy(kw["policy_file"], registry, kw.get("policy_patch"))
+        _override_limits(policy, limits)
+        return policy
+    names = list(kw.get("plugins") or default_plugins)
+    extra = _plugin_args(kw.get("plugin_args") or ())
+    for name in extra:
+        if name not in names and name != "DefaultEvictor":
+            raise UsageError(f"--args {name}: the plugin is not enabled (add --plugin {name})")
+    plugins = []
+    for name in names:
+        spec = registry.get(name)
+        use = point if point in spec.points else next((p for p in ("deschedule", "balance") if p in spec.points), None)
+        if use is None:
+            raise UsageError(f"--plugin {name}: a {'/'.join(spec.points)} plugin cannot be run by this command")
+        args = _lnu_args(kw) if name == "LowNodeUtilization" else {}
+        args.update(extra.get(name, {}))
+        plugins.append((name, use, args))
+    evictor = _evictor_args(kw)
+    evictor.update(extra.get("DefaultEvictor", {}))
+    raw = policy_from_plugins(plugins, evictor, limits)
+    if kw.get("policy_patch"):
+        from kubectl_desched.policy import apply_patch
+
+        raw = apply_patch(raw, kw["policy_patch"])
+    return decode_policy(raw, registry, "flags")
+
+
+def _override_limits(policy: Policy, limits: dict[str, int | None]) -> None:
+    if limits["maxNoOfPodsToEvictPerNode"] is not None:
+        policy.limits.per_node = limits["maxNoOfPodsToEvictPerNode"]
+    if limits["maxNoOfPodsToEvictPerNamespace"] is not None:
+        policy.limits.per_namespace = limits["maxNoOfPodsToEvictPerNamespace"]
+    if limits["maxNoOfPodsToEvictTotal"] is not None:
+        policy.limits.total = limits["maxNoOfPodsToEvictTotal"]
+
+
+def _registry() -> Registry:
+    registry = full_registry()
+    for line in registry.broken:
+        app.warn(line)
+    return registry
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def cli() -> None:
+    """Interactive descheduling: preview which pods the descheduler's plugins would move and why,
+    then evict them through the Eviction API after you confirm."""
+
+
+@cli.command()
+@cluster_options
+@scope_options
+@policy_options
+@plugin_options
+@limit_options
+@act_options
+def balance(**kw: Any) -> None:
+    """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
+    opts = _options_from(kw)
+    policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE])
+    sys.exit(app.plan_and_act(opts, policy, point="balance" if kw.get("policy_file") else None))
+
+
+@cli.command(name="run")
+@cluster_options
+@scope_options
+@policy_options
+@limit_options
+@act_options
+def run_policy(**kw: Any) -> None:
+    """Run a whole policy once: every profile's Deschedule plugins, then its Balance plugins."""
+    if not kw.get("policy_file"):
+        raise UsageError("run needs --policy FILE (balance and deschedule run plugins from flags)")
+    opts = _options_from(kw)
+    sys.exit(app.plan_and_act(opts, build_policy(_registry(), kw, "balance", [])))
+
+
+@cli.group()
+def explain() -> None:
+    """Explain the verdict on a node's pods."""
+
+
+@explain.command(name="node")
+@click.argument("node_name", metavar="NODE")
+@cluster_options
+@scope_options
+@policy_options
+@plugin_options
+@limit_options
+def explain_node(node_name: str, **kw: Any) -> None:
+    """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
+    opts = _options_from(kw)
+    policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE])
+    sys.exit(app.explain_node(opts, policy, node_name))
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def plugins(output: str) -> None:
+    """List in-tree and out-of-tree plugins with their extension points and default args."""
+    registry = _registry()
+    rows = []
+    for spec in registry:
+        defaults = encode_args(spec.args_type()) if spec.args_type else {}
+        rows.append({"name": spec.name, "extensionPoints": list(spec.points), "origin": spec.origin,
+                     "description": spec.description, "defaultArgs": defaults})
+    if output == "json":
+        click.echo(json.dumps({"plugins": rows, "broken": registry.broken}, indent=2))
+        return
+    from tabulate import tabulate
+
+    click.echo(tabulate([[r["name"], ",".join(r["extensionPoints"]), r["origin"], r["description"]] for r in rows],
+                        headers=["NAME", "EXTENSION POINTS", "ORIGIN", "DESCRIPTION"], tablefmt="plain"))
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+def version(output: str) -> None:
+    """Print the version."""
+    if output == "json":
+        click.echo(json.dumps({"version": __version__, "python": sys.version.split()[0]}))
+    else:
+        click.echo(f"kubectl-desched v{__version__} (python {sys.version.split()[0]})")
+
+
+def main() -> None:
+    """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
+    try:
+        cli.main(prog_name="kubectl desched", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted: nothing further was evicted", err=True)
+        sys.exit(app.EXIT_NOT_CONFIRMED)
+    except click.ClickException as e:
+        click.echo(f"error: {e.format_message()}", err=True)
+        sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
+    except DeschedError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: nothing further was evicted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)

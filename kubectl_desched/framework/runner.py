@@ -1,0 +1,100 @@
+"""Run a policy once: every profile's Deschedule plugins, then every profile's Balance plugins, in file
+order, sharing one plan (and its limits) so each plugin sees the evictions planned before it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_desched.errors import ConfigError, DeschedError
+from kubectl_desched.framework.plan import EvictionPlan, PluginHandle, ProfileEvictor
+from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
+from kubectl_desched.model import Node, Pod
+from kubectl_desched.policy import PluginUse, Policy
+from kubectl_desched.selectors import Matcher
+from kubectl_desched.state import ClusterState
+
+
+@dataclass
+class Scope:
+    """What the user pointed the run at: namespaces and pod labels for candidates, nodes for the plugins."""
+
+    namespaces: set[str] | None = None  # None: all namespaces
+    excluded_namespaces: set[str] = field(default_factory=set)
+    pod_selector: Matcher | None = None
+    pod_selector_text: str = ""
+    node_names: set[str] | None = None
+    node_selector: Matcher | None = None
+
+    def check_pod(self, pod: Pod) -> str | None:
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            return f"namespace {pod.namespace} not in scope (-n {','.join(sorted(self.namespaces))})"
+        if pod.namespace in self.excluded_namespaces:
+            return f"namespace {pod.namespace} excluded (--exclude-namespace)"
+        if self.pod_selector is not None and not self.pod_selector(pod.labels):
+            return f"labels do not match -l {self.pod_selector_text}"
+        return None
+
+    def node_ok(self, node: Node) -> bool:
+        if self.node_names is not None and node.name not in self.node_names:
+            return False
+        return self.node_selector is None or self.node_selector(node.labels)
+
+
+def considered_nodes(state: ClusterState, policy: Policy, scope: Scope) -> list[Node]:
+    """Ready nodes matching the policy's and the user's node selection, by name."""
+    sel = policy.node_selector
+    return sorted(
+        (n for n in state.nodes.values() if n.ready and scope.node_ok(n) and (sel is None or sel(n.labels))),
+        key=lambda n: n.name,
+    )
+
+
+def _build(use: PluginUse, handle: PluginHandle) -> Plugin:
+    try:
+        return use.spec.factory(use.args, handle)
+    except ConfigError as e:
+        raise ConfigError(f"{use.path}{'.' + e.path if e.path else ''}", e.message, e.source) from None
+    except DeschedError:
+        raise
+    except Exception as e:  # a third-party plugin's constructor
+        raise DeschedError(f"plugin {use.spec.name} could not start: {type(e).__name__}: {e}") from None
+
+
+def run(policy: Policy, state: ClusterState, scope: Scope,
+        on_plugin: Callable[[str, str], None] | None = None) -> EvictionPlan:
+    plan = EvictionPlan(state, policy.limits)
+    all_nodes = considered_nodes(state, policy, scope)
+    runs: list[tuple[str, Plugin, list[Node]]] = []
+    for prof in policy.profiles:
+        evictor = ProfileEvictor(plan, prof.name, scope.check_pod)
+        plan.evictors.append(evictor)
+        instances: dict[str, Plugin] = {}
+
+        def instance(use: PluginUse, evictor: ProfileEvictor = evictor, instances: dict[str, Any] = instances) -> Any:
+            if use.spec.name not in instances:
+                instances[use.spec.name] = _build(use, PluginHandle(plan, evictor, use.spec.name))
+            return instances[use.spec.name]
+
+        evictor.filters = [instance(u) for u in prof.filters]
+        evictor.pre_filters = [instance(u) for u in prof.pre_eviction_filters]
+        nodes = [n for n in all_nodes if prof.node_selector is None or prof.node_selector(n.labels)]
+        runs += [("deschedule", instance(u), nodes) for u in prof.deschedule]
+        runs += [("balance", instance(u), nodes) for u in prof.balance]
+    for point in ("deschedule", "balance"):
+        for p, plugin, nodes in runs:
+            if p != point:
+                continue
+            if on_plugin:
+                on_plugin(point, plugin.name)
+            try:
+                if point == "deschedule" and isinstance(plugin, DeschedulePlugin):
+                    plugin.deschedule(nodes)
+                elif isinstance(plugin, BalancePlugin):
+                    plugin.balance(nodes)
+            except (ConfigError, DeschedError):
+                raise
+            except Exception as e:  # one failing plugin does not hide the others' results
+                plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
+    return plan

@@ -1,0 +1,18 @@
+"""In-tree plugins, one module each, named as upstream."""
+
+from kubectl_desched.framework.registry import PluginSpec, Registry
+from kubectl_desched.plugins.defaultevictor import DefaultEvictor
+from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
+
+IN_TREE = (DefaultEvictor, LowNodeUtilization)
+
+
+def in_tree_registry() -> Registry:
+    return Registry(PluginSpec.of(p) for p in IN_TREE)
+
+
+def full_registry() -> Registry:
+    """In-tree plugins plus every installed out-of-tree plugin; broken ones are listed in .broken."""
+    registry = in_tree_registry()
+    registry.load_entry_points()
+    return registry

@@ -1,0 +1,200 @@
+"""LowNodeUtilization: move pods off nodes above the target thresholds so the scheduler can place them on
+under-utilized nodes. Usage is the sum of the pods' requests, as upstream computes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubectl_desched.errors import ConfigError
+from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework.args import Namespaces, percent_map
+from kubectl_desched.model import Node
+from kubectl_desched.plugins import nodeutilization as nu
+
+
+@dataclass
+class EvictionLimits:
+    node: int | None = None
+
+
+@dataclass
+class PrometheusQuery:
+    query: str = ""
+
+
+@dataclass
+class MetricsUtilization:
+    metrics_server: bool = False
+    source: str = ""
+    prometheus: PrometheusQuery | None = None
+
+
+@dataclass
+class LowNodeUtilizationArgs(PluginArgs):
+    thresholds: dict[str, float] = field(default_factory=dict)
+    target_thresholds: dict[str, float] = field(default_factory=dict)
+    use_deviation_thresholds: bool = False
+    number_of_nodes: int = 0
+    evictable_namespaces: Namespaces | None = None
+    eviction_limits: EvictionLimits | None = None
+    metrics_utilization: MetricsUtilization | None = None
+
+    def validate(self, path: str) -> None:
+        p = f"{path}." if path else ""
+        if self.evictable_namespaces and self.evictable_namespaces.include:
+            raise ConfigError(f"{p}evictableNamespaces.include", "only exclude can be set, inclusion is not supported")
+        for key, values in (("thresholds", self.thresholds), ("targetThresholds", self.target_thresholds)):
+            if not values:
+                raise ConfigError(f"{p}{key}", "no resource threshold is configured")
+            percent_map(values, f"{p}{key}")
+        if set(self.thresholds) != set(self.target_thresholds):
+            raise ConfigError(f"{p}targetThresholds", "thresholds and targetThresholds configured different resources")
+        if not self.use_deviation_thresholds:
+            for r, v in self.thresholds.items():
+                if v > self.target_thresholds[r]:
+                    raise ConfigError(f"{p}thresholds.{r}",
+                                      f"{v:g} is greater than targetThresholds.{r} {self.target_thresholds[r]:g}")
+        if self.number_of_nodes < 0:
+            raise ConfigError(f"{p}numberOfNodes", "must not be negative")
+        if self.eviction_limits and self.eviction_limits.node is not None and self.eviction_limits.node < 0:
+            raise ConfigError(f"{p}evictionLimits.node", "must not be negative")
+        m = self.metrics_utilization
+        if m:
+            if m.source not in ("", "KubernetesMetrics", "Prometheus"):
+                raise ConfigError(f"{p}metricsUtilization.source", "must be KubernetesMetrics or Prometheus")
+            if m.source == "KubernetesMetrics" and m.metrics_server:
+                raise ConfigError(f"{p}metricsUtilization", "set either source KubernetesMetrics or metricsServer")
+            if m.source == "Prometheus" and not (m.prometheus and m.prometheus.query):
+                raise ConfigError(f"{p}metricsUtilization.prometheus.query", "required when source is Prometheus")
+
+
+class LowNodeUtilization(BalancePlugin):
+    """Evicts pods from over-utilized nodes while under-utilized nodes have room for them."""
+
+    name = "LowNodeUtilization"
+    args_type = LowNodeUtilizationArgs
+
+    def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        if args.metrics_utilization and (args.metrics_utilization.source or args.metrics_utilization.metrics_server):
+            raise ConfigError("LowNodeUtilization.metricsUtilization",
+                              "actual-usage metrics are not supported yet; remove it to balance by requests")
+        self.named = list(args.thresholds)
+        self.high: dict[str, float] = {}
+        self.tracked = list(dict.fromkeys([*self.named, *nu.BASIC_RESOURCES]))
+
+    def balance(self, nodes: list[Node]) -> None:
+        args, handle, state = self.args, self.handle, self.handle.state
+        used = {n.name: nu.usage(state, n, self.tracked) for n in nodes}
+        pct = {n.name: nu.percentages(used[n.name], n) for n in nodes}
+        if args.use_deviation_thresholds:
+            avg = nu.average((pct[n.name] for n in nodes), self.named)
+            low = {r: nu.clamp(avg[r] - args.thresholds[r]) for r in self.named}
+            high = {r: nu.clamp(avg[r] + args.target_thresholds[r]) for r in self.named}
+        else:
+            low, high = dict(args.thresholds), dict(args.target_thresholds)
+
+        under: list[Node] = []
+        over: list[Node] = []
+        for n in nodes:
+            p = pct[n.name]
+            limits = f"under <= {nu.describe(low, self.named)}; over > {nu.describe(high, self.named)}"
+            if nu.below(p, low) and not n.unschedulable:
+                under.append(n)
+                klass = "under-utilized"
+            elif nu.above(p, high):
+                over.append(n)
+                klass = "over-utilized"
+            else:
+                klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
+            handle.report_node(n.name, klass, f"{nu.describe(p, self.named)} ({limits})")
+
+        why_not = self._nothing_to_do(under, over, nodes)
+        if why_not:
+            handle.info(why_not)
+            for n in over:
+                for pod in state.pods_on_node(n.name):
+                    handle.note(pod, f"not moved: {why_not}")
+            return
+
+        self.high = high
+        capped = {n.name: nu.capped_capacity(n, high, self.tracked) for n in under + over}
+        pool = {r: sum(capped[n.name][r] - used[n.name][r] for n in under) for r in self.tracked}
+        over.sort(key=lambda n: (-sum(used[n.name].values()), n.name))
+        node_limit = args.eviction_limits.node if args.eviction_limits else None
+        excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
+        for n in over:
+            stop = self._evict_from(n, used[n.name], capped[n.name], pool, under, node_limit, excluded)
+            if stop == "total":
+                return
+
+    def _nothing_to_do(self, under: list[Node], over: list[Node], nodes: list[Node]) -> str:
+        if not under:
+            return "no node is under-utilized"
+        if len(under) <= self.args.number_of_nodes:
+            return f"{len(under)} under-utilized node(s), not more than numberOfNodes {self.args.number_of_nodes}"
+        if len(under) == len(nodes):
+            return "all nodes are under-utilized"
+        if not over:
+            return "no node is above the target thresholds"
+        return ""
+
+    def _still_over(self, used: dict[str, float], capped: dict[str, float]) -> bool:
+        return any(used[r] > capped[r] for r in self.tracked)
+
+    def _evict_from(self, node: Node, used: dict[str, float], capped: dict[str, float], pool: dict[str, float],
+                    destinations: list[Node], node_limit: int | None, excluded: set[str]) -> str:
+        handle, evictor = self.handle, self.handle.evictor
+        pods = [p for p in handle.state.pods_on_node(node.name) if not p.is_terminal]
+        removable = nu.eviction_order([p for p in pods if evictor.filter(p)])
+        if not removable:
+            return ""
+        evicted = 0
+        stop_reason = self._stop_reason(used, capped, pool)
+        for i, pod in enumerate(removable):
+            if stop_reason:
+                for rest in removable[i:]:
+                    handle.note(rest, f"not moved: {stop_reason}")
+                return ""
+            if node_limit is not None and evicted >= node_limit:
+                for rest in removable[i:]:
+                    handle.note(rest, f"not moved: evictionLimits.node ({node_limit}) reached")
+                return ""
+            if not any(d.tolerated_by(pod) for d in destinations):
+                handle.note(pod, "not moved: no under-utilized node tolerates its taints")
+                continue
+            if pod.namespace in excluded:
+                handle.note(pod, f"not moved: namespace {pod.namespace} is in evictableNamespaces.exclude")
+                continue
+            if not evictor.pre_eviction_filter(pod):
+                continue
+            over_now = [r for r in self.tracked if used[r] > capped[r]]
+            reason = "node over target: " + ", ".join(
+                f"{r} {nu.fmt_pct(self._pct(used, node, r))} > {nu.fmt_pct(self.high.get(r, 100.0))}" for r in over_now
+            )
+            if not evictor.evict(pod, EvictOptions(self.name, reason)):
+                if evictor.total_limit_reached():
+                    return "total"
+                if evictor.node_limit_reached(node.name):
+                    return ""
+                continue
+            evicted += 1
+            for r in self.tracked:
+                delta = 1.0 if r == "pods" else pod.requests.get(r, 0.0)
+                used[r] -= delta
+                pool[r] -= delta
+            stop_reason = self._stop_reason(used, capped, pool)
+        return ""
+
+    def _stop_reason(self, used: dict[str, float], capped: dict[str, float], pool: dict[str, float]) -> str:
+        if not self._still_over(used, capped):
+            return "node is back under the target thresholds"
+        for r in self.tracked:
+            if pool[r] <= 0:
+                return f"under-utilized nodes have no {r} left below their targets"
+        return ""
+
+    @staticmethod
+    def _pct(used: dict[str, float], node: Node, r: str) -> float:
+        cap = node.allocatable.get(r, 0.0)
+        return used[r] / cap * 100 if cap else 0.0

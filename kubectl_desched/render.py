@@ -1,0 +1,144 @@
+"""Turn a plan into what the user reads: tables for people, one JSON/YAML document for programs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import click
+from tabulate import tabulate
+
+from kubectl_desched.evictors.eviction_api import EvictionResult
+from kubectl_desched.framework.plan import Candidate, EvictionPlan
+from kubectl_desched.model import Node, Pod
+from kubectl_desched.plugins.nodeutilization import fmt_pct
+from kubectl_desched.quantity import format_resource
+
+RESOURCES = ("cpu", "memory", "pods")
+_CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
+_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "gone": "yellow", "blocked": "yellow"}
+
+
+def color_enabled(stream: Any = None) -> bool:
+    stream = stream or sys.stdout
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+class Painter:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, color: str | None, bold: bool = False) -> str:
+        if not self.enabled or (color is None and not bold):
+            return text
+        return click.style(text, fg=color, bold=bold)
+
+
+def _owner(pod: Pod) -> str:
+    o = pod.controller
+    return f"{o.kind}/{o.name}" if o else "<none>"
+
+
+def _requests(pod: Pod) -> str:
+    return ",".join(f"{r}={format_resource(r, pod.requests[r])}" for r in ("cpu", "memory") if r in pod.requests) \
+        or "<none>"
+
+
+def _reason(c: Candidate) -> str:
+    return c.reason + "".join(f" [warning: {w}]" for w in c.warnings)
+
+
+def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
+    headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
+    if wide:
+        headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"]
+    rows = []
+    for c in plan.candidates:
+        p = c.pod
+        row = [p.namespace, p.name, p.node_name, c.plugin, _reason(c)]
+        if wide:
+            row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
+        rows.append(row)
+    return tabulate(rows, headers=headers, tablefmt="plain")
+
+
+def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]:
+    state = plan.state
+    moving: dict[str, int] = {}
+    for c in plan.candidates:
+        moving[c.pod.node_name] = moving.get(c.pod.node_name, 0) + 1
+    out = []
+    for n in nodes:
+        before = state.requested_before(n.name)
+        after = state.requested(n.name)
+        reports = plan.node_reports.get(n.name, [])
+        out.append({
+            "name": n.name,
+            "class": {r.plugin: r.klass for r in reports},
+            "detail": {r.plugin: r.detail for r in reports},
+            "schedulable": not n.unschedulable,
+            "evictions": moving.get(n.name, 0),
+            "now": {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES},
+            "after": {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES},
+        })
+    return out
+
+
+def _pct(v: float, n: Node, r: str) -> float:
+    cap = n.allocatable.get(r, 0.0)
+    return round(v / cap * 100.0, 2) if cap else 0.0
+
+
+def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = False) -> tuple[str, int]:
+    """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes."""
+    shown, hidden = [], 0
+    for r in rows:
+        classes = sorted(set(r["class"].values()))
+        interesting = r["evictions"] or any(c != "appropriately utilized" for c in classes)
+        if not (all_nodes or interesting):
+            hidden += 1
+            continue
+        label = ",".join(classes) or "-"
+        cells = [r["name"], paint(label, _CLASS_COLOR.get(label))]
+        for res in RESOURCES:
+            now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
+            cells.append(now if now == after else f"{now} -> {after}")
+        cells.append(r["evictions"] or "")
+        shown.append(cells)
+    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT"]
+    return tabulate(shown, headers=headers, tablefmt="plain"), hidden
+
+
+def candidate_doc(c: Candidate) -> dict[str, Any]:
+    p = c.pod
+    return {
+        "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
+        "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "owner": _owner(p),
+        "priority": p.priority, "qos": p.qos,
+        "requests": {k: format_resource(k, v) for k, v in p.requests.items()},
+    }
+
+
+def result_doc(r: EvictionResult) -> dict[str, Any]:
+    return {"namespace": r.candidate.pod.namespace, "pod": r.candidate.pod.name, "node": r.candidate.pod.node_name,
+            "result": r.outcome, "message": r.message}
+
+
+def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
+             results: list[EvictionResult] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = dict(meta)
+    doc["candidates"] = [candidate_doc(c) for c in plan.candidates]
+    doc["nodes"] = node_rows(plan, nodes)
+    doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
+    doc["errors"] = list(plan.errors)
+    if results is not None:
+        doc["evictions"] = [result_doc(r) for r in results]
+    return doc
+
+
+def results_table(results: list[EvictionResult], paint: Painter) -> str:
+    rows = [[r.candidate.pod.namespace, r.candidate.pod.name, r.candidate.pod.node_name,
+             paint(r.outcome, _OUTCOME_COLOR.get(r.outcome, "red")), r.message] for r in results]
+    return tabulate(rows, headers=["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"], tablefmt="plain")
