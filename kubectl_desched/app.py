@@ -127,7 +127,7 @@ class _Progress:
             sys.stderr.flush()
 
 
-def load(opts: Options, *, policy_given: bool, only_nodes: list[str] | None = None) -> Loaded:
+def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None) -> Loaded:
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.from_files:
         if opts.yes or opts.dry_run == "server":
@@ -135,12 +135,16 @@ def load(opts: Options, *, policy_given: bool, only_nodes: list[str] | None = No
                              "run against the cluster to evict")
         state = load_snapshot(opts.from_files)
         conn = None
+        for kind in sorted(kinds or ()):
+            if kind not in state.extra:
+                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot "
+                                 f"(kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml)")
     else:
         conn = connect(opts.kube)
         progress = _Progress()
-        names = only_nodes if only_nodes is not None else (sorted(scope.node_names) if scope.node_names else None)
+        names = sorted(scope.node_names) if scope.node_names else None
         try:
-            state = read_cluster(conn, node_names=names, progress=progress, warn=warn)
+            state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
         finally:
             progress.done()
     if scope.node_names:
@@ -190,7 +194,7 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
                 p.balance = []
         if not any(p.balance or p.deschedule for p in policy.profiles):
             raise UsageError(f"the policy enables no {point} plugin")
-    loaded = load(opts, policy_given=policy.source != "flags")
+    loaded = load(opts, policy_given=policy.source != "flags", kinds=policy.required_kinds())
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(loaded.state, policy, loaded.scope)
     mode = _mode(opts, loaded)
@@ -267,7 +271,7 @@ def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list,
 def explain_node(opts: Options, policy: Policy, node_name: str) -> int:
     for w in policy.warnings:
         warn(w)
-    loaded = load(opts, policy_given=policy.source != "flags")
+    loaded = load(opts, policy_given=policy.source != "flags", kinds=policy.required_kinds())
     node = loaded.state.nodes.get(node_name)
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')

@@ -62,6 +62,16 @@ class Policy:
     warnings: list[str] = field(default_factory=list)
     evict_plugins: list[str] = field(default_factory=list)
 
+    def required_kinds(self) -> set[str]:
+        """Objects beyond nodes, pods and PDBs that the configured plugins need."""
+        kinds: set[str] = set()
+        for p in self.profiles:
+            for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
+                needs = getattr(u.spec.factory, "required_kinds", None)
+                if needs is not None:
+                    kinds |= set(needs(u.args))
+        return kinds
+
     def plugin_names(self) -> list[str]:
         return [u.spec.name for p in self.profiles for u in (*p.deschedule, *p.balance)]
 

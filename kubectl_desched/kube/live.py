@@ -113,8 +113,16 @@ def _read_all(conn: Connection, path: str, parse: Callable[[Mapping[str, Any]], 
     raise DeschedError(f"listing {label or path}: the list kept expiring (410 Gone); try again")
 
 
+EXTRA_KINDS = {
+    "Namespace": "/api/v1/namespaces",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+}
+
+
 def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
-                 warn: Callable[[str], None] = lambda _m: None) -> ClusterState:
+                 warn: Callable[[str], None] = lambda _m: None, kinds: set[str] | frozenset[str] = frozenset()
+                 ) -> ClusterState:
     """Nodes, pods and PDBs. With a short list of node names only those nodes' pods are read
     (field selector spec.nodeName), which is what `explain node` and `--nodes` need."""
     what = "reading the cluster"
@@ -139,6 +147,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                 raise
             warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
             pdbs = []
+        extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
-    return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})")
+    return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)

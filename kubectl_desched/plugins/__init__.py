@@ -3,8 +3,9 @@
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.plugins.defaultevictor import DefaultEvictor
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
+from kubectl_desched.plugins.migrationcontroller import MigrationController
 
-IN_TREE = (DefaultEvictor, LowNodeUtilization)
+IN_TREE = (DefaultEvictor, LowNodeUtilization, MigrationController)
 
 
 def in_tree_registry() -> Registry:
