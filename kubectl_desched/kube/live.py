@@ -59,13 +59,18 @@ def _short(e: object) -> str:
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                  body: Any = None) -> Any:
-    """One API call through the kubernetes client (auth, TLS, proxies), returning parsed JSON."""
-    resp = conn.api.call_api(
-        path, method, query_params=query or [], header_params={"Accept": "application/json",
-                                                               "Content-Type": "application/json"},
-        body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=conn.timeout,
+    """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
+    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException."""
+    api = conn.api
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    method, url, headers, body, post = api.param_serialize(
+        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"],
     )
-    data = resp[0].data if isinstance(resp, tuple) else resp.data
+    resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
+                        _request_timeout=conn.timeout)
+    data = resp.read()
+    if not 200 <= resp.status <= 299:
+        raise ApiException(http_resp=resp)
     return json.loads(data) if data else None
 
 

@@ -1,0 +1,68 @@
+"""Run the real CLI against the test apiserver, as a user would: a subprocess with KUBECONFIG set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+BALANCE = ["--thresholds", "cpu=20,memory=20,pods=20", "--target-thresholds", "cpu=50,memory=50,pods=50"]
+
+
+def desched_env(kubeconfig: Path | str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    env["KUBECONFIG"] = str(kubeconfig)
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def desched(kubeconfig: Path | str, *args: str, stdin: Any = subprocess.DEVNULL, timeout: float = 120,
+            **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubectl_desched", *args], stdin=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=desched_env(kubeconfig, **env), check=False)
+
+
+def as_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.stdout, f"no output; exit {proc.returncode}; stderr: {proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+class Interactive:
+    """The CLI with a terminal on stdin (so it may ask), stderr read line by line for the prompts."""
+
+    def __init__(self, kubeconfig: Path | str, *args: str) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen([sys.executable, "-m", "kubectl_desched", *args], stdin=slave,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=desched_env(kubeconfig))
+        os.close(slave)
+        self.err = b""
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        os.set_blocking(self.proc.stderr.fileno(), False)  # type: ignore[union-attr]
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.err:
+            chunk = self.proc.stderr.read()  # type: ignore[union-attr]
+            if chunk:
+                self.err += chunk
+            elif self.proc.poll() is not None:
+                raise AssertionError(f"exited {self.proc.returncode} before {text!r}; stderr: {self.err.decode()}")
+            elif time.monotonic() > deadline:
+                raise AssertionError(f"no {text!r} within {timeout}s; stderr so far: {self.err.decode()}")
+            else:
+                time.sleep(0.05)
+
+    def answer(self, text: str) -> None:
+        os.write(self.master, (text + "\n").encode())
+
+    def finish(self, timeout: float = 120) -> tuple[int, str, str]:
+        out, err = self.proc.communicate(timeout=timeout)
+        os.close(self.master)
+        return self.proc.returncode, out.decode(), (self.err + err).decode()

@@ -1,0 +1,203 @@
+"""kubectl desched balance against a real kube-apiserver: live reads, snapshot parity, confirmation,
+Eviction API results, PDBs, UID preconditions, RBAC and bad kubeconfigs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from desched import BALANCE, Interactive, as_json, desched
+
+pytestmark = pytest.mark.integration
+
+
+def _imbalance(cluster: Any, ns: str) -> list[str]:
+    """An over-utilized node (cpu 90%) and an under-utilized one; returns the node selector args."""
+    labels = {"desched-test": ns}
+    cluster.create_node(f"{ns}-over", labels=labels)
+    cluster.create_node(f"{ns}-under", labels=labels)
+    for i in range(6):
+        cluster.create_pod(ns, f"web-{i}", f"{ns}-over", cpu="500m", labels={"app": "web"}, owner_name="web-rs")
+    cluster.create_pod(ns, "a-guarded", f"{ns}-over", cpu="500m", labels={"app": "guarded"}, owner_name="g-rs")
+    cluster.create_pod(ns, "agent", f"{ns}-over", cpu="100m", owner_kind="DaemonSet", owner_name="agent")
+    cluster.create_pod(ns, "light", f"{ns}-under", cpu="200m", owner_name="light-rs")
+    cluster.create_pdb(ns, "guarded", {"app": "guarded"}, min_available=1, disruptions_allowed=0)
+    return ["--node-selector", f"desched-test={ns}", "-n", ns, *BALANCE]
+
+
+def _terminating(cluster: Any, ns: str, name: str) -> bool:
+    pod = cluster.get_pod(ns, name)
+    return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
+
+
+EXPECTED = ["a-guarded", "web-0", "web-1", "web-2"]
+
+
+def test_preview_lists_candidates_and_explains(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    doc = as_json(desched(cluster.kubeconfig_for(), "balance", *scope, "--dry-run=client", "-o", "json"))
+    assert [c["pod"] for c in doc["candidates"]] == EXPECTED
+    assert {c["plugin"] for c in doc["candidates"]} == {"LowNodeUtilization"}
+    guarded = doc["candidates"][0]
+    assert any("PodDisruptionBudget guarded" in w for w in guarded["warnings"])
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    over = nodes[f"{namespace}-over"]
+    assert over["class"] == {"LowNodeUtilization": "over-utilized"}
+    assert over["now"]["cpu"] == 90.0 and over["after"]["cpu"] == 40.0
+    assert nodes[f"{namespace}-under"]["class"] == {"LowNodeUtilization": "under-utilized"}
+    assert "evictions" not in doc  # client dry run: nothing sent
+    assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
+
+    explained = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json")
+    assert explained.returncode == 0, explained.stderr
+    verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in as_json(explained)["pods"]}
+    assert verdicts["agent"] == ("keep", "protected: DaemonSet pod")
+    assert verdicts["web-0"][0] == "evict" and "LowNodeUtilization: node over target" in verdicts["web-0"][1]
+    assert verdicts["web-5"] == ("keep", "LowNodeUtilization: not moved: node is back under the target thresholds")
+
+
+def test_live_candidates_equal_snapshot_candidates(cluster: Any, namespace: str, tmp_path: Path) -> None:
+    scope = _imbalance(cluster, namespace)
+    live = as_json(desched(cluster.kubeconfig_for(), "balance", *scope, "--dry-run=client", "-o", "json"))
+    got = cluster.kubectl("get", "nodes,pods,pdb", "-A", "-o", "yaml")
+    assert got.returncode == 0, got.stderr
+    snap = tmp_path / "snapshot.yaml"
+    snap.write_text(got.stdout)
+    offline = as_json(desched(cluster.kubeconfig_for(), "balance", *scope, "--from-file", str(snap), "-o", "json"))
+
+    def key(doc: dict[str, Any]) -> list[tuple[str, ...]]:
+        return [(c["namespace"], c["pod"], c["node"], c["plugin"], c["reason"]) for c in doc["candidates"]]
+
+    assert key(live) == key(offline)
+    assert [c[1] for c in key(live)] == EXPECTED
+    assert offline["mode"] == "snapshot" and live["mode"] == "dry-run=client"
+
+
+def test_confirmed_eviction_respects_pdb(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    proc = desched(cluster.kubeconfig_for(), "balance", *scope, "--yes", "-o", "json")
+    doc = as_json(proc)
+    results = {e["pod"]: e["result"] for e in doc["evictions"]}
+    assert results == {"a-guarded": "blocked", "web-0": "evicted", "web-1": "evicted", "web-2": "evicted"}
+    assert proc.returncode == 1  # one confirmed eviction did not succeed
+    for name in ("web-0", "web-1", "web-2"):
+        assert _terminating(cluster, namespace, name)
+    assert not _terminating(cluster, namespace, "a-guarded")  # the PDB held
+    for name in ("web-3", "web-4", "web-5", "agent", "light"):
+        assert not _terminating(cluster, namespace, name)
+
+
+def test_no_terminal_without_yes_evicts_nothing(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    proc = desched(cluster.kubeconfig_for(), "balance", *scope)
+    assert proc.returncode == 3
+    assert "pass --yes" in proc.stderr and "Traceback" not in proc.stderr
+    assert "4 candidate pod(s)" in proc.stdout
+    assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
+
+
+def test_server_dry_run_sends_evictions_that_change_nothing(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    doc = as_json(desched(cluster.kubeconfig_for(), "balance", *scope, "--dry-run=server", "--yes", "-o", "json"))
+    results = {e["pod"]: e["result"] for e in doc["evictions"]}
+    assert results == {"a-guarded": "blocked", "web-0": "would evict", "web-1": "would evict",
+                       "web-2": "would evict"}
+    assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
+
+
+def test_pod_recreated_after_the_plan_is_not_evicted(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    session = Interactive(cluster.kubeconfig_for(), "balance", *scope)
+    session.wait_for("[a]ll, [s]elect pod by pod, [n]o")
+    old_uid = cluster.get_pod(namespace, "web-0")["metadata"]["uid"]
+    gone = cluster.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/web-0", {"gracePeriodSeconds": 0})
+    assert gone.ok, gone.body
+    cluster.create_pod(namespace, "web-0", f"{namespace}-over", cpu="500m", labels={"app": "web"},
+                       owner_name="web-rs")
+    new_uid = cluster.get_pod(namespace, "web-0")["metadata"]["uid"]
+    assert new_uid != old_uid
+    session.answer("a")
+    code, out, err = session.finish()
+    assert code == 1, err
+    assert "web-0: changed" in err
+    assert cluster.get_pod(namespace, "web-0")["metadata"]["uid"] == new_uid
+    assert not _terminating(cluster, namespace, "web-0")  # the new pod was left alone
+    assert _terminating(cluster, namespace, "web-1")
+
+
+def test_select_pod_by_pod(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    session = Interactive(cluster.kubeconfig_for(), "balance", *scope)
+    session.wait_for("[a]ll, [s]elect pod by pod, [n]o")
+    session.answer("s")
+    for reply in ("n", "y", "n", "n"):
+        session.wait_for("[y]es, [n]o, [q]uit")
+        session.err = b""  # wait for the next prompt, not this one
+        session.answer(reply)
+    code, out, err = session.finish()
+    assert code == 0, err
+    assert _terminating(cluster, namespace, "web-0")
+    assert not any(_terminating(cluster, namespace, p) for p in ("a-guarded", "web-1", "web-2"))
+
+
+def test_abort_at_the_prompt_evicts_nothing(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    session = Interactive(cluster.kubeconfig_for(), "balance", *scope)
+    session.wait_for("[a]ll, [s]elect pod by pod, [n]o")
+    session.answer("n")
+    code, _out, err = session.finish()
+    assert code == 3 and "nothing was evicted" in err
+    assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
+
+
+def test_forbidden_reads_and_evictions_are_named(cluster: Any, namespace: str) -> None:
+    scope = _imbalance(cluster, namespace)
+    limited = cluster.kubeconfig_for("limited")
+    proc = desched(limited, "balance", *scope, "--yes")
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: reading the cluster: forbidden (403)")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"read-{namespace}"},
+            "rules": [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]},
+                      {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"read-{namespace}"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"read-{namespace}"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}]}
+    assert cluster.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role).ok
+    assert cluster.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding).ok
+    try:
+        doc = as_json(desched(limited, "balance", *scope, "--yes", "-o", "json"))
+        assert {e["result"] for e in doc["evictions"]} == {"forbidden"}
+        assert all(f"create pods/eviction in namespace {namespace}" in e["message"] for e in doc["evictions"])
+    finally:
+        cluster.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/read-{namespace}")
+        cluster.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/clusterroles/read-{namespace}")
+    assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
+
+
+def test_kubeconfig_from_several_files_and_context_override(cluster: Any, namespace: str, tmp_path: Path) -> None:
+    import yaml
+
+    scope = _imbalance(cluster, namespace)
+    admin = yaml.safe_load(cluster.kubeconfig_for().read_text())
+    broken = {"apiVersion": "v1", "kind": "Config", "current-context": "nowhere",
+              "contexts": [{"name": "nowhere", "context": {"cluster": "dead", "user": "nobody"}}],
+              "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}],
+              "users": [{"name": "nobody", "user": {"token": "x"}}]}
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(yaml.safe_dump(broken))
+    second.write_text(yaml.safe_dump(admin))
+    both = f"{first}:{second}"
+    unreachable = desched(both, "balance", *scope, "--dry-run=client")
+    assert unreachable.returncode == 1 and "cannot reach the API server at https://127.0.0.1:1" in unreachable.stderr
+    assert unreachable.stderr.count("\n") == 1
+    ok = desched(both, "balance", *scope, "--dry-run=client", "-o", "json",
+                 "--context", admin["current-context"])
+    assert [c["pod"] for c in as_json(ok)["candidates"]] == EXPECTED
+    mixed = desched(both, "balance", *scope, "--dry-run=client", "-o", "json", "--context", "nowhere",
+                    "--cluster", admin["clusters"][0]["name"], "--user", admin["users"][0]["name"])
+    assert [c["pod"] for c in as_json(mixed)["candidates"]] == EXPECTED
+    missing = desched(both, "balance", *scope, "--context", "nope")
+    assert missing.returncode == 2 and 'context "nope" does not exist' in missing.stderr
