@@ -1,0 +1,104 @@
+"""The live reader's paging: limit/continue, a restart on 410 Gone, field selectors for named nodes, and
+errors turned into one line. The transport is replaced here; tests/integration runs it against a real apiserver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_desched.errors import DeschedError
+from kubectl_desched.kube import live
+from kubectl_desched.kube.config import Connection
+from tests import builders as b
+
+
+class FakeServer:
+    """Serves /api/v1/nodes, /api/v1/pods and PDBs two items per page; can expire one continue token."""
+
+    def __init__(self, nodes: list[dict], pods: list[dict], expire_once: bool = False) -> None:
+        self.lists = {"/api/v1/nodes": nodes, "/api/v1/pods": pods, "/apis/policy/v1/poddisruptionbudgets": []}
+        self.expire_once = expire_once
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None) -> Any:
+        q = dict(query or [])
+        self.calls.append((path, q))
+        items = self.lists[path]
+        if "fieldSelector" in q and q["fieldSelector"].startswith("spec.nodeName="):
+            node = q["fieldSelector"].split("=", 1)[1]
+            items = [i for i in items if i["spec"]["nodeName"] == node]
+        start = int(q.get("continue") or 0)
+        if start and self.expire_once and path == "/api/v1/pods":
+            self.expire_once = False
+            raise ApiException(status=410, reason="Gone")
+        page = items[start:start + 2]
+        nxt = start + 2 if start + 2 < len(items) else None
+        return {"items": page, "metadata": {"continue": str(nxt) if nxt else ""}}
+
+
+def _conn() -> Connection:
+    return Connection(api=None, server="https://example:6443", context="ctx", namespace="default")  # type: ignore[arg-type]
+
+
+def _objects() -> tuple[list[dict], list[dict]]:
+    nodes = [b.node(f"n{i}") for i in range(3)]
+    pods = [b.pod(f"p{i}", f"n{i % 3}") for i in range(7)]
+    return nodes, pods
+
+
+def test_pages_are_followed_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+    monkeypatch.setattr(live, "request_json", server)
+    state = live.read_cluster(_conn())
+    assert sorted(state.nodes) == ["n0", "n1", "n2"]
+    assert sorted(p.name for p in state.pods) == [f"p{i}" for i in range(7)]
+    pod_calls = [q for path, q in server.calls if path == "/api/v1/pods"]
+    assert len(pod_calls) == 4 and all(q["limit"] == live.PAGE_SIZE for q in pod_calls)
+    assert pod_calls[0]["fieldSelector"] == "spec.nodeName!="  # pending pods are on no node
+
+
+def test_an_expired_continue_token_restarts_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects(), expire_once=True)
+    monkeypatch.setattr(live, "request_json", server)
+    state = live.read_cluster(_conn())
+    names = [p.name for p in state.pods]
+    assert sorted(names) == [f"p{i}" for i in range(7)] and len(names) == 7  # no duplicates from the first try
+    starts = [q.get("continue") for path, q in server.calls if path == "/api/v1/pods"]
+    assert starts.count(None) == 2  # read from the first page twice
+
+
+def test_named_nodes_read_their_pods_by_field_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+    monkeypatch.setattr(live, "request_json", server)
+    state = live.read_cluster(_conn(), node_names=["n1"])
+    assert sorted(p.name for p in state.pods) == ["p1", "p4"]
+    selectors = {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"}
+    assert selectors == {"spec.nodeName=n1"}
+
+
+def test_forbidden_lists_become_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise ApiException(status=403, reason="Forbidden")
+
+    monkeypatch.setattr(live, "request_json", refuse)
+    with pytest.raises(DeschedError) as err:
+        live.read_cluster(_conn())
+    assert str(err.value).startswith("reading the cluster: forbidden (403)")
+    assert "\n" not in str(err.value)
+
+
+def test_forbidden_pdbs_only_warn(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+
+    def no_pdbs(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if "poddisruptionbudgets" in path:
+            raise ApiException(status=403, reason="Forbidden")
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_json", no_pdbs)
+    warnings: list[str] = []
+    state = live.read_cluster(_conn(), warn=warnings.append)
+    assert state.pdbs == [] and len(state.pods) == 7
+    assert warnings and "PodDisruptionBudgets" in warnings[0]
