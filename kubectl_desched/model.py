@@ -216,10 +216,12 @@ def _qos(spec: Mapping[str, Any]) -> str:
     for c in containers:
         res = c.get("resources") or {}
         req, lim = res.get("requests") or {}, res.get("limits") or {}
-        if req or lim:
+        # Only non-zero cpu and memory decide the class, as in the kubelet's ComputePodQOS.
+        if any(resource_value(r, q[r]) > 0 for q in (req, lim) for r in ("cpu", "memory") if r in q):
             any_set = True
         for r in ("cpu", "memory"):
-            if r not in lim or (r in req and resource_value(r, req[r]) != resource_value(r, lim[r])):
+            if r not in lim or resource_value(r, lim[r]) <= 0 or (
+                    r in req and resource_value(r, req[r]) != resource_value(r, lim[r])):
                 guaranteed = False
     if not any_set:
         return "BestEffort"

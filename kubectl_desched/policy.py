@@ -287,7 +287,9 @@ class _Decoder:
         except ConfigError as e:
             sub = f"{args_path}.{e.path}" if e.path else args_path
             raise self.err(sub, e.message) from None
-        self.warnings += [f"{self.source}: {args_path}.{w}" for w in warnings]
+        for w in warnings:  # a filter plugin's args are decoded for filter and preEvictionFilter: warn once
+            if f"{self.source}: {args_path}.{w}" not in self.warnings:
+                self.warnings.append(f"{self.source}: {args_path}.{w}")
         return PluginUse(spec, args, args_path)
 
 

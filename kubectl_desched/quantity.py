@@ -1,9 +1,11 @@
 """Kubernetes resource quantities as floats: cpu in millicores, everything else in base units."""
 
+import re
 from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # no inf, nan or 1_000 as float() allows
 
 
 @lru_cache(maxsize=4096)
@@ -17,9 +19,15 @@ def parse_quantity(text: str | int | float) -> float:
     if not s:
         raise ValueError("empty quantity")
     if s[-2:] in _BINARY:
-        return float(s[:-2]) * _BINARY[s[-2:]]
+        return _number(s[:-2], text) * _BINARY[s[-2:]]
     if s[-1] in _DECIMAL:  # a trailing letter is a suffix ("1E" is exa); "1e3" ends in a digit
-        return float(s[:-1]) * _DECIMAL[s[-1]]
+        return _number(s[:-1], text) * _DECIMAL[s[-1]]
+    return _number(s, text)
+
+
+def _number(s: str, text: str) -> float:
+    if not _NUMBER.fullmatch(s):
+        raise ValueError(f"not a quantity: {text!r}")
     return float(s)
 
 

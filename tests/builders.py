@@ -67,3 +67,18 @@ def pdb(name: str, match_labels: dict, *, namespace: str = "default", allowed: i
 
 def cluster(*objects: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+
+
+def namespace(name: str, labels: dict | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def pvc(name: str, storage_class: str, *, namespace: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"]}}
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value}

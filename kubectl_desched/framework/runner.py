@@ -51,11 +51,11 @@ def considered_nodes(state: ClusterState, policy: Policy, scope: Scope) -> list[
     )
 
 
-def _build(use: PluginUse, handle: PluginHandle) -> Plugin:
+def _build(use: PluginUse, handle: PluginHandle, source: str) -> Plugin:
     try:
         return use.spec.factory(use.args, handle)
     except ConfigError as e:
-        raise ConfigError(f"{use.path}{'.' + e.path if e.path else ''}", e.message, e.source) from None
+        raise ConfigError(f"{use.path}{'.' + e.path if e.path else ''}", e.message, e.source or source) from None
     except DeschedError:
         raise
     except Exception as e:  # a third-party plugin's constructor
@@ -74,7 +74,7 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
 
         def instance(use: PluginUse, evictor: ProfileEvictor = evictor, instances: dict[str, Any] = instances) -> Any:
             if use.spec.name not in instances:
-                instances[use.spec.name] = _build(use, PluginHandle(plan, evictor, use.spec.name))
+                instances[use.spec.name] = _build(use, PluginHandle(plan, evictor, use.spec.name), policy.source)
             return instances[use.spec.name]
 
         evictor.filters = [instance(u) for u in prof.filters]

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, field
 
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
 from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from kubectl_desched.durations import parse_duration as parse_duration
@@ -75,6 +75,10 @@ def _merged(opts: KubeOptions) -> tuple[KubeConfigMerger, str] | None:
     for item in ("clusters", "contexts", "users"):
         if not isinstance(merger.config.value.get(item), list):
             raise UsageError(f"invalid kubeconfig {path_string}: {item} must be a list")
+        for entry in merger.config.value[item]:  # the merger turns a map into a list of its keys
+            value = getattr(entry, "value", entry)
+            if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+                raise UsageError(f"invalid kubeconfig {path_string}: {item} must be a list of objects with a name")
     current = ""
     for p in merger.paths:  # kubectl: the first file that sets current-context wins
         value = (merger.config_files.get(p) or {}).get("current-context")
@@ -122,7 +126,9 @@ def connect(opts: KubeOptions) -> Connection:
             where = opts.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
             raise UsageError(f"no kubeconfig found at {where} and not running in a cluster; pass --kubeconfig")
         try:
-            k8s_config.load_incluster_config(client_configuration=cfg)
+            # the same directory _in_cluster() checked, not the client's own copy of the path
+            InClusterConfigLoader(token_filename=f"{_SA_DIR}/token",
+                                  cert_filename=f"{_SA_DIR}/ca.crt").load_and_set(cfg)
         except ConfigException as e:
             raise DeschedError(f"in-cluster configuration: {e}") from None
         with open(f"{_SA_DIR}/namespace") as f:
@@ -153,7 +159,7 @@ def connect(opts: KubeOptions) -> Connection:
         loader.load_and_set(cfg)
     except ConfigException as e:
         raise UsageError(f"kubeconfig context {ctx_name}: {e}") from None
-    except (OSError, KeyError, TypeError, ValueError) as e:
+    except (OSError, KeyError, TypeError, ValueError, AttributeError) as e:  # e.g. a server that is not a string
         raise UsageError(f"kubeconfig context {ctx_name}: cannot load credentials: {e}") from None
     if not cfg.host:
         raise UsageError(f'cluster of context "{ctx_name}" has no server')

@@ -92,6 +92,7 @@ class DefaultEvictorArgs(PluginArgs):
 
     def validate(self, path: str) -> None:
         pp = self.pod_protections
+        p = f"{path}." if path else ""
         if self.uses_legacy() and (pp.extra_enabled or pp.default_disabled):
             raise ConfigError(path, "cannot use deprecated fields alongside podProtections.extraEnabled or "
                                     "podProtections.defaultDisabled")
@@ -99,21 +100,21 @@ class DefaultEvictorArgs(PluginArgs):
                                      ("defaultDisabled", pp.default_disabled, DEFAULT_PROTECTIONS)):
             for i, v in enumerate(values):
                 if v not in allowed:
-                    raise ConfigError(f"{path}.podProtections.{key}[{i}]",
+                    raise ConfigError(f"{p}podProtections.{key}[{i}]",
                                       f"invalid pod protection {v!r}; valid: {', '.join(allowed)}")
             if len(set(values)) != len(values):
-                raise ConfigError(f"{path}.podProtections.{key}", "contains duplicate entries")
+                raise ConfigError(f"{p}podProtections.{key}", "contains duplicate entries")
         cfg = pp.config.pods_with_pvc if pp.config else None
         for i, sc in enumerate(cfg.protected_storage_classes if cfg else []):
             if not sc.name:
-                raise ConfigError(f"{path}.podProtections.config.PodsWithPVC.protectedStorageClasses[{i}].name",
+                raise ConfigError(f"{p}podProtections.config.PodsWithPVC.protectedStorageClasses[{i}].name",
                                   "cannot be empty")
         if self.min_replicas < 0:
-            raise ConfigError(f"{path}.minReplicas", "must not be negative")
+            raise ConfigError(f"{p}minReplicas", "must not be negative")
         try:
             parse_selector(self.node_selector)
         except ValueError as e:
-            raise ConfigError(f"{path}.nodeSelector", str(e)) from None
+            raise ConfigError(f"{p}nodeSelector", str(e)) from None
 
     def protections(self) -> set[str]:
         """The effective protections: the podProtections form, or the deprecated booleans."""
@@ -196,7 +197,7 @@ class DefaultEvictor(EvictorPlugin):
         for obj in self.handle.state.extra.get("PriorityClass", []):
             if (obj.get("metadata") or {}).get("name") == pt.name:
                 return int(obj.get("value") or 0)
-        raise ConfigError("DefaultEvictor.priorityThreshold.name", f"PriorityClass {pt.name!r} not found")
+        raise ConfigError("priorityThreshold.name", f"PriorityClass {pt.name!r} not found")
 
     def filter(self, pod: Pod) -> str | None:
         if EVICT_ANNOTATION in pod.annotations:
@@ -215,7 +216,7 @@ class DefaultEvictor(EvictorPlugin):
         reasons += self._protections(pod)
         if self.label_match is not None and not self.label_match(pod.labels):
             reasons.append("labels do not match the DefaultEvictor labelSelector")
-        if a.min_replicas > 1:
+        if a.min_replicas > 1 and pod.owners:  # upstream skips pods without owners
             siblings = len(self.handle.state.owner_pods(pod))
             if siblings < a.min_replicas:
                 reasons.append(f"owner has {siblings} pods, fewer than minReplicas {a.min_replicas}")

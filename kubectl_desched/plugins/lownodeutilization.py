@@ -77,7 +77,7 @@ class LowNodeUtilization(BalancePlugin):
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)
         if args.metrics_utilization and (args.metrics_utilization.source or args.metrics_utilization.metrics_server):
-            raise ConfigError("LowNodeUtilization.metricsUtilization",
+            raise ConfigError("metricsUtilization",
                               "actual-usage metrics are not supported yet; remove it to balance by requests")
         self.named = list(args.thresholds)
         self.high: dict[str, float] = {}

@@ -118,7 +118,7 @@ def test_pod_recreated_after_the_plan_is_not_evicted(cluster: Any, namespace: st
     new_uid = cluster.get_pod(namespace, "web-0")["metadata"]["uid"]
     assert new_uid != old_uid
     session.answer("a")
-    code, out, err = session.finish()
+    code, _out, err = session.finish()
     assert code == 1, err
     assert "web-0: changed" in err
     assert cluster.get_pod(namespace, "web-0")["metadata"]["uid"] == new_uid
@@ -135,7 +135,7 @@ def test_select_pod_by_pod(cluster: Any, namespace: str) -> None:
         session.wait_for("[y]es, [n]o, [q]uit")
         session.err = b""  # wait for the next prompt, not this one
         session.answer(reply)
-    code, out, err = session.finish()
+    code, _out, err = session.finish()
     assert code == 0, err
     assert _terminating(cluster, namespace, "web-0")
     assert not any(_terminating(cluster, namespace, p) for p in ("a-guarded", "web-1", "web-2"))

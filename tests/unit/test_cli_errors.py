@@ -1,0 +1,128 @@
+"""Bad input on the command line: click's CliRunner on the command group, and `python -m kubectl_desched` in a
+subprocess so main() is exercised (one `error:` line on stderr, exit code 2 for usage errors, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_desched.cli import cli
+from kubectl_desched.errors import DeschedError, UsageError
+from tests import builders as b
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory with a snapshot, a broken snapshot and a broken policy; no kubeconfig anywhere."""
+    objs = [b.node("n1", cpu="4"), b.node("n2", cpu="4"),
+            *(b.pod(f"web-{i}", "n1", cpu="1", namespace="shop") for i in range(4))]
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(b.cluster(*objs)))
+    (tmp_path / "bad-snap.yaml").write_text("kind: List\nitems: [\n")
+    (tmp_path / "bad-policy.yaml").write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
+                                              "profiles: [\n")
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+SNAP = ["--from-file", "snap.yaml", "-A"]
+
+# (args, exit code, a fragment of the one-line message)
+BAD_INPUT: list[tuple[list[str], int, str]] = [
+    (["balance", "--bogus"], 2, "No such option '--bogus'"),
+    (["frobnicate"], 2, "No such command 'frobnicate'"),
+    (["balance", *SNAP, "-o", "xml"], 2, "Invalid value for '-o' / '--output'"),
+    (["explain", "node"], 2, "Missing argument 'NODE'"),
+    (["balance", *SNAP, "--thresholds", "cpu"], 2, "--thresholds: expected RESOURCE=PERCENT"),
+    (["balance", *SNAP, "--target-thresholds", "cpu=lots"], 2, "--target-thresholds: expected RESOURCE=PERCENT"),
+    (["balance", *SNAP, "--thresholds", "cpu=60", "--target-thresholds", "cpu=50"], 2,
+     "thresholds.cpu: 60 is greater than targetThresholds.cpu 50"),
+    (["balance", *SNAP, "--thresholds", "cpu=120", "--target-thresholds", "cpu=150"], 2,
+     "thresholds.cpu: must be between 0 and 100"),
+    (["balance", *SNAP, "--plugin", "NoSuchPlugin"], 2, "unknown plugin 'NoSuchPlugin'"),
+    (["balance", *SNAP, "--plugin", "DefaultEvictor"], 2, "--plugin DefaultEvictor"),
+    (["balance", *SNAP, "--max-pods", "-1"], 2, "maxNoOfPodsToEvictTotal: must not be negative"),
+    (["balance", *SNAP, "--args", "LowNodeUtilization=[1]"], 2, "--args: expected PLUGIN={...}"),
+    (["run", "--policy", "missing.yaml", *SNAP], 2, "cannot read missing.yaml"),
+    (["run", "--policy", "bad-policy.yaml", *SNAP], 2, "bad-policy.yaml: not valid YAML at line"),
+    (["balance", "--policy", "snap.yaml", "--thresholds", "cpu=1", *SNAP], 2, "does not combine with --policy"),
+    (["balance", "--from-file", "bad-snap.yaml", "-A"], 2, "bad-snap.yaml: not valid YAML at line"),
+    (["balance", "--from-file", "missing-snap.yaml", "-A"], 2, "cannot read missing-snap.yaml"),
+    (["balance", *SNAP, "--yes"], 2, "cannot evict from a snapshot"),
+    (["balance", *SNAP, "--dry-run=server"], 2, "cannot evict from a snapshot"),
+    (["balance", *SNAP, "-n", "shop"], 2, "-A/--all-namespaces and -n/--namespace cannot be used together"),
+    (["balance", "--from-file", "snap.yaml", "--kubeconfig", "x"], 2, "--from-file reads a snapshot"),
+    (["explain", "node", "nope", *SNAP], 1, 'node "nope" not found'),
+    (["run", *SNAP], 2, "run needs --policy FILE"),
+    (["balance", "--kubeconfig", "missing-kubeconfig"], 2, "kubeconfig missing-kubeconfig: no such file"),
+    (["balance"], 2, "no kubeconfig found at"),
+    (["balance", *SNAP, "--request-timeout", "5x"], 2, "invalid --request-timeout '5x'"),
+    (["balance", *SNAP, "-l", "app in (web"], 2, "-l/--selector: invalid label selector term"),
+    (["balance", *SNAP, "--node-selector", "a b"], 2, "--node-selector: invalid label selector term"),
+    (["balance", *SNAP, "--nodes", "n1,ghost"], 2, "--nodes: node ghost not found"),
+]
+IDS = [" ".join(a) for a, _, _ in BAD_INPUT]
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), BAD_INPUT, ids=IDS)
+def test_cli_runner_bad_input(workdir: Path, args: list[str], code: int, fragment: str) -> None:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code != 0
+    if isinstance(result.exception, DeschedError):  # main() turns these into one line and their exit code
+        assert result.exception.exit_code == code
+        assert code != 2 or isinstance(result.exception, UsageError)
+        message = str(result.exception)
+        assert "\n" not in message
+        assert fragment in message
+    else:  # click's own usage errors end the command group with exit code 2
+        assert code == 2
+        assert result.exit_code == 2
+        assert fragment in result.output
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-m", "kubectl_desched", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), BAD_INPUT, ids=IDS)
+def test_main_bad_input_is_one_line(workdir: Path, args: list[str], code: int, fragment: str) -> None:
+    proc = _run(args, workdir)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    assert fragment in lines[0]
+    assert proc.returncode == code
+    assert proc.stdout == ""
+
+
+def test_main_succeeds_on_a_snapshot(workdir: Path) -> None:
+    """The same setup without the mistake works, so the failures above are about the bad input."""
+    proc = _run(["balance", *SNAP, "-o", "json"], workdir)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [c["pod"] for c in doc["candidates"]] == ["web-0", "web-1"]
+    assert doc["mode"] == "snapshot"
+
+
+def test_cli_runner_explain_node(workdir: Path) -> None:
+    result = CliRunner().invoke(cli, ["explain", "node", "n1", *SNAP])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Node n1: Ready; schedulable")
+    assert "LowNodeUtilization: over-utilized" in result.output

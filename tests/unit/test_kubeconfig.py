@@ -1,0 +1,279 @@
+"""Kubeconfig loading with kubectl's rules (kube/config.py). Only files are read; nothing connects."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.kube import config as kube_config
+from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
+
+
+def _kubeconfig(path: Path, *, current: str | None = None, clusters: dict[str, str] | None = None,
+                contexts: dict[str, dict[str, str]] | None = None,
+                users: dict[str, dict[str, Any]] | None = None) -> Path:
+    doc: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": n, "cluster": {"server": s, "insecure-skip-tls-verify": True}}
+                     for n, s in (clusters or {}).items()],
+        "contexts": [{"name": n, "context": c} for n, c in (contexts or {}).items()],
+        "users": [{"name": n, "user": u} for n, u in (users or {}).items()],
+    }
+    if current is not None:
+        doc["current-context"] = current
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _host(conn: Connection) -> str:
+    return urlparse(conn.api.configuration.host).hostname or ""
+
+
+def _token(conn: Connection) -> str | None:
+    cfg = conn.api.configuration
+    value = cfg.api_key.get("BearerToken") or cfg.api_key.get("authorization")
+    if not value:
+        return None
+    scheme, _, token = value.partition(" ")
+    assert scheme.lower() == "bearer"
+    return token
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No real ~/.kube/config, no real service account, no KUBECONFIG from the environment."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    monkeypatch.setattr(kube_config, "_SA_DIR", str(tmp_path / "no-service-account"))
+
+
+@pytest.fixture
+def two_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    first = _kubeconfig(
+        tmp_path / "first.yaml", current="ctx-a",
+        clusters={"cl-a": "https://a.example:6443"},
+        contexts={"ctx-a": {"cluster": "cl-a", "user": "u-a", "namespace": "team-a"},
+                  "ctx-b": {"cluster": "cl-b", "user": "u-b"},
+                  "ctx-mixed": {"cluster": "cl-b", "user": "u-a", "namespace": "mixed"}},
+        users={"u-a": {"token": "token-a"}},
+    )
+    second = _kubeconfig(
+        tmp_path / "second.yaml", current="ctx-b",
+        clusters={"cl-b": "https://b.example:6443", "cl-a": "https://shadowed.example:6443"},
+        contexts={"ctx-a": {"cluster": "cl-b", "user": "u-b", "namespace": "shadowed"}},
+        users={"u-b": {"token": "token-b"}, "u-a": {"token": "shadowed-token"}},
+    )
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(first), str(tmp_path / "missing.yaml"), str(second)]))
+    return first, second
+
+
+def test_first_files_current_context_wins(two_files: tuple[Path, Path]) -> None:
+    conn = connect(KubeOptions())
+    assert conn.context == "ctx-a"
+    assert _host(conn) == "a.example"  # cl-a from the first file, not the second file's cl-a
+    assert _token(conn) == "token-a"
+    assert conn.namespace == "team-a"
+    assert context_namespace(KubeOptions()) == "team-a"
+
+
+def test_entries_are_merged_across_files(two_files: tuple[Path, Path]) -> None:
+    conn = connect(KubeOptions(context="ctx-b"))  # context in file 1, cluster and user in file 2
+    assert (conn.context, _host(conn), _token(conn), conn.namespace) == ("ctx-b", "b.example", "token-b", "default")
+    conn = connect(KubeOptions(context="ctx-mixed"))
+    assert (_host(conn), _token(conn), conn.namespace) == ("b.example", "token-a", "mixed")
+
+
+def test_current_context_from_a_later_file_when_the_first_sets_none(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _kubeconfig(tmp_path / "1.yaml", clusters={"c": "https://one.example"})
+    second = _kubeconfig(tmp_path / "2.yaml", current="ctx", contexts={"ctx": {"cluster": "c", "namespace": "ns2"}})
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(first), str(second)]))
+    conn = connect(KubeOptions())
+    assert (conn.context, _host(conn), conn.namespace) == ("ctx", "one.example", "ns2")
+
+
+def test_cluster_and_user_overrides(two_files: tuple[Path, Path]) -> None:
+    conn = connect(KubeOptions(cluster="cl-b"))
+    assert (conn.context, _host(conn), _token(conn), conn.namespace) == ("ctx-a", "b.example", "token-a", "team-a")
+    conn = connect(KubeOptions(user="u-b"))
+    assert (_host(conn), _token(conn)) == ("a.example", "token-b")
+    conn = connect(KubeOptions(context="ctx-b", cluster="cl-a", user="u-a"))
+    assert (_host(conn), _token(conn)) == ("a.example", "token-a")
+
+
+def test_namespace_flag_overrides_the_context(two_files: tuple[Path, Path]) -> None:
+    assert connect(KubeOptions(namespace="override")).namespace == "override"
+    assert context_namespace(KubeOptions(namespace="override")) == "override"
+    assert context_namespace(KubeOptions(context="ctx-b")) == "default"
+
+
+def test_kubeconfig_flag_reads_only_that_file(tmp_path: Path, two_files: tuple[Path, Path]) -> None:
+    only = _kubeconfig(tmp_path / "only.yaml", current="solo",
+                       clusters={"c": "https://solo.example:443"},
+                       contexts={"solo": {"cluster": "c", "user": "u", "namespace": "solo-ns"}},
+                       users={"u": {"token": "solo-token"}})
+    conn = connect(KubeOptions(kubeconfig=str(only)))
+    assert (conn.context, _host(conn), _token(conn), conn.namespace) == ("solo", "solo.example", "solo-token",
+                                                                          "solo-ns")
+    with pytest.raises(UsageError, match='context "ctx-a" does not exist'):
+        connect(KubeOptions(kubeconfig=str(only), context="ctx-a"))  # KUBECONFIG is not read
+
+
+def test_home_kube_config_is_the_default(tmp_path: Path) -> None:
+    kube_dir = tmp_path / "home" / ".kube"
+    kube_dir.mkdir()
+    _kubeconfig(kube_dir / "config", current="h", clusters={"c": "https://home.example"},
+                contexts={"h": {"cluster": "c", "namespace": "home-ns"}})
+    conn = connect(KubeOptions())
+    assert (_host(conn), conn.namespace) == ("home.example", "home-ns")
+    assert _token(conn) is None  # a context without a user: no credentials
+
+
+def test_request_timeout(two_files: tuple[Path, Path]) -> None:
+    assert connect(KubeOptions()).timeout == (30.0, None)
+    assert connect(KubeOptions(request_timeout=5.0)).timeout == (5.0, 5.0)
+
+
+def test_exec_credential_plugin(tmp_path: Path) -> None:
+    script = tmp_path / "get-token"
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                  "status": {"token": "exec-token-123"}}
+    script.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps({credential!r}))\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    cfg = _kubeconfig(tmp_path / "exec.yaml", current="e", clusters={"c": "https://exec.example"},
+                      contexts={"e": {"cluster": "c", "user": "u"}},
+                      users={"u": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                            "command": str(script), "interactiveMode": "Never"}}})
+    conn = connect(KubeOptions(kubeconfig=str(cfg)))
+    assert _token(conn) == "exec-token-123"
+
+
+def _usage_error(opts: KubeOptions, *, namespace_too: bool = True) -> str:
+    with pytest.raises(UsageError) as info:
+        connect(opts)
+    message = str(info.value)
+    assert "\n" not in message
+    if namespace_too:
+        with pytest.raises(UsageError) as info2:
+            context_namespace(opts)
+        assert str(info2.value) == message
+    return message
+
+
+def test_missing_kubeconfig_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert _usage_error(KubeOptions(kubeconfig=str(missing))) == f"kubeconfig {missing}: no such file"
+
+
+def test_malformed_kubeconfig(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nclusters: [\n  - name: x\n")
+    message = _usage_error(KubeOptions(kubeconfig=str(bad)))
+    assert message.startswith(f"invalid kubeconfig {bad}:")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("- just\n- a list\n", "invalid kubeconfig"),
+        ("apiVersion: v1\nclusters: {a: b}\ncontexts: []\nusers: []\n", "invalid kubeconfig"),
+        ("apiVersion: v1\ncurrent-context: x\nclusters: {a: b}\ncontexts: [{name: x, context: {cluster: a}}]\n",
+         "invalid kubeconfig"),
+        ("apiVersion: v1\nclusters: [a]\ncontexts: []\nusers: []\n", "invalid kubeconfig"),
+        ("apiVersion: v1\nclusters: []\ncontexts: [{context: {}}]\nusers: []\n", "invalid kubeconfig"),
+        ("", "invalid kubeconfig"),
+    ],
+)
+def test_kubeconfig_that_is_not_a_config(tmp_path: Path, content: str, expected: str) -> None:
+    bad = tmp_path / "weird.yaml"
+    bad.write_text(content)
+    assert _usage_error(KubeOptions(kubeconfig=str(bad))).startswith(expected)
+
+
+def test_server_that_is_not_a_string(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("apiVersion: v1\ncurrent-context: x\nclusters: [{name: a, cluster: {server: 5}}]\n"
+                   "contexts: [{name: x, context: {cluster: a}}]\nusers: []\n")
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert message.startswith("kubeconfig context x: cannot load credentials")
+
+
+def test_unknown_context(two_files: tuple[Path, Path]) -> None:
+    assert _usage_error(KubeOptions(context="nope")) == 'context "nope" does not exist in the kubeconfig'
+
+
+def test_unknown_cluster_and_user(two_files: tuple[Path, Path]) -> None:
+    message = _usage_error(KubeOptions(cluster="nope"), namespace_too=False)
+    assert message == 'cluster "nope" does not exist in the kubeconfig'
+    message = _usage_error(KubeOptions(user="nobody"), namespace_too=False)
+    assert message == 'user "nobody" does not exist in the kubeconfig'
+
+
+def test_context_naming_a_missing_cluster(tmp_path: Path) -> None:
+    cfg = _kubeconfig(tmp_path / "c.yaml", current="x", contexts={"x": {"cluster": "gone"}})
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert message == 'cluster "gone" does not exist in the kubeconfig'
+
+
+def test_no_current_context(tmp_path: Path) -> None:
+    cfg = _kubeconfig(tmp_path / "c.yaml", clusters={"c": "https://x.example"}, contexts={"x": {"cluster": "c"}})
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert "no current-context" in message
+    assert context_namespace(KubeOptions(kubeconfig=str(cfg))) == "default"
+
+
+def test_nothing_found_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing.yaml"))
+    message = _usage_error(KubeOptions(), namespace_too=False)
+    assert message.startswith(f"no kubeconfig found at {tmp_path / 'missing.yaml'}")
+    assert context_namespace(KubeOptions()) == "default"
+
+
+@pytest.fixture
+def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text("sa-token-xyz")
+    (sa / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (sa / "namespace").write_text("kube-tools\n")
+    monkeypatch.setattr(kube_config, "_SA_DIR", str(sa))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    return sa
+
+
+def test_in_cluster_fallback(service_account: Path) -> None:
+    conn = connect(KubeOptions())
+    assert conn.context == "(in-cluster)"
+    assert conn.api.configuration.host == "https://10.96.0.1:443"
+    assert _token(conn) == "sa-token-xyz"
+    assert conn.api.configuration.ssl_ca_cert == str(service_account / "ca.crt")
+    assert conn.namespace == "kube-tools"
+    assert connect(KubeOptions(namespace="mine")).namespace == "mine"
+    assert context_namespace(KubeOptions()) == "kube-tools"
+
+
+def test_kubeconfig_wins_over_in_cluster(service_account: Path, two_files: tuple[Path, Path]) -> None:
+    conn = connect(KubeOptions())
+    assert (conn.context, _host(conn)) == ("ctx-a", "a.example")
+
+
+def test_in_cluster_without_port_is_an_error(service_account: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT")
+    with pytest.raises(DeschedError) as info:
+        connect(KubeOptions())
+    assert str(info.value).startswith("in-cluster configuration:")
+    assert "\n" not in str(info.value)
+
