@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,12 +12,12 @@ import click
 import yaml
 
 from kubectl_desched import __version__, app
-from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import Policy, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
 
 DEFAULT_BALANCE = "LowNodeUtilization"
 DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
@@ -180,10 +181,16 @@ _PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", 
 
 
 def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS),
-        "targetThresholds": _percentages("--target-thresholds", kw.get("target_thresholds") or DEFAULT_TARGETS),
-    }
+    low = _percentages("--thresholds", kw["thresholds"]) if kw.get("thresholds") else None
+    high = _percentages("--target-thresholds", kw["target_thresholds"]) if kw.get("target_thresholds") else None
+    # One given alone: the other defaults for the same resources.
+    if low is None:
+        defaults = _percentages("--thresholds", DEFAULT_THRESHOLDS)
+        low = {r: defaults.get(r, 20.0) for r in high} if high else defaults
+    if high is None:
+        defaults = _percentages("--target-thresholds", DEFAULT_TARGETS)
+        high = {r: defaults.get(r, 50.0) for r in low}
+    args: dict[str, Any] = {"thresholds": low, "targetThresholds": high}
     if kw.get("use_deviation_thresholds"):
         args["useDeviationThresholds"] = True
     if kw.get("number_of_nodes") is not None:
@@ -226,10 +233,35 @@ def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plu
     evictor.update(extra.get("DefaultEvictor", {}))
     raw = policy_from_plugins(plugins, evictor, limits)
     if kw.get("policy_patch"):
-        from kubectl_desched.policy import apply_patch
-
         raw = apply_patch(raw, kw["policy_patch"])
-    return decode_policy(raw, registry, "flags")
+        return decode_policy(raw, registry, "flags with --policy-patch")
+    try:
+        return decode_policy(raw, registry, "flags")
+    except ConfigError as e:
+        raise UsageError(_flag_error(e, ["DefaultEvictor", *(name for name, _p, _a in plugins)])) from None
+
+
+_FLAG_FOR_ARG = {
+    ("LowNodeUtilization", "thresholds"): "--thresholds",
+    ("LowNodeUtilization", "targetThresholds"): "--thresholds/--target-thresholds",
+    ("LowNodeUtilization", "numberOfNodes"): "--number-of-nodes",
+    ("LowNodeUtilization", "evictionLimits"): "--node-eviction-limit",
+    ("DefaultEvictor", "minReplicas"): "--min-replicas",
+    ("DefaultEvictor", "minPodAge"): "--min-pod-age",
+    ("DefaultEvictor", "priorityThreshold"): "--priority-threshold",
+}
+
+
+def _flag_error(e: ConfigError, config_names: list[str]) -> str:
+    """Say which flag was wrong, not where in the policy the flags were turned into."""
+    m = re.match(r"profiles\[0\]\.pluginConfig\[(\d+)\]\.args\.?(.*)", e.path)
+    if not m or int(m.group(1)) >= len(config_names):
+        return f"{e.path}: {e.message}" if e.path else e.message
+    plugin, field = config_names[int(m.group(1))], m.group(2)
+    flag = _FLAG_FOR_ARG.get((plugin, field.split(".")[0].split("[")[0]))
+    if flag:
+        return f"{flag}: {field}: {e.message}"
+    return f"--args {plugin}: {field or 'args'}: {e.message}"
 
 
 def _override_limits(policy: Policy, limits: dict[str, int | None]) -> None:

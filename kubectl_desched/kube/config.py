@@ -8,7 +8,10 @@ client's."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kubernetes import client as k8s_client
@@ -96,6 +99,32 @@ def _context_entry(merger: KubeConfigMerger, name: str) -> dict:
     raise UsageError(f'context "{name}" does not exist in the kubeconfig')
 
 
+def _named(merger: KubeConfigMerger, kind: str, name: str | None) -> dict | None:
+    for item in merger.config.value[kind]:
+        value = getattr(item, "value", item)
+        if isinstance(value, dict) and value.get("name") == name:
+            return value
+    return None
+
+
+@contextlib.contextmanager
+def _client_log() -> Iterator[list[str]]:
+    """Collect what the kubernetes client logs while loading credentials, instead of printing it."""
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(" ".join(record.getMessage().split())[:300])
+
+    root = logging.getLogger()
+    handler = Collect(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        yield records
+    finally:
+        root.removeHandler(handler)
+
+
 def context_namespace(opts: KubeOptions) -> str:
     """-n, else the current context's namespace, else "default"; reads no credentials."""
     if opts.namespace:
@@ -156,7 +185,13 @@ def connect(opts: KubeOptions) -> Connection:
         raise UsageError(f'context "{ctx_name}" names no cluster')
     try:
         loader = KubeConfigLoader(config_dict=merger.config, active_context=_OVERRIDE_CONTEXT, config_base_path=None)
-        loader.load_and_set(cfg)
+        with _client_log() as logged:
+            loader.load_and_set(cfg)
+        user = _named(merger, "users", entry.get("user"))
+        if user and "exec" in (user.get("user") or {}) and not (cfg.api_key or cfg.cert_file):
+            # The client only logs a failed exec plugin and goes on without credentials; kubectl stops.
+            why = logged[0] if logged else "it returned no token or client certificate"
+            raise UsageError(f'kubeconfig user "{entry.get("user")}": exec credential plugin failed: {why}')
     except ConfigException as e:
         raise UsageError(f"kubeconfig context {ctx_name}: {e}") from None
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as e:  # e.g. a server that is not a string

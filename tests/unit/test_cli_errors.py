@@ -73,6 +73,10 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", *SNAP, "-l", "app in (web"], 2, "-l/--selector: invalid label selector term"),
     (["balance", *SNAP, "--node-selector", "a b"], 2, "--node-selector: invalid label selector term"),
     (["balance", *SNAP, "--nodes", "n1,ghost"], 2, "--nodes: node ghost not found"),
+    (["balance", *SNAP, "--thresholds", "cpu=120"], 2, "--thresholds: thresholds.cpu: must be between 0 and 100"),
+    (["balance", *SNAP, "--min-replicas", "-2"], 2, "--min-replicas: minReplicas: must not be negative"),
+    (["balance", *SNAP, "--args", 'DefaultEvictor={"nodeFit": "yes"}'], 2,
+     "--args DefaultEvictor: nodeFit: must be a boolean"),
 ]
 IDS = [" ".join(a) for a, _, _ in BAD_INPUT]
 

@@ -160,6 +160,17 @@ def test_exec_credential_plugin(tmp_path: Path) -> None:
     assert _token(conn) == "exec-token-123"
 
 
+def test_a_failing_exec_plugin_stops_with_its_reason(tmp_path: Path) -> None:
+    """The client only logs the failure and continues without credentials; like kubectl, we stop."""
+    cfg = _kubeconfig(tmp_path / "exec.yaml", current="e", clusters={"c": "https://exec.example"},
+                      contexts={"e": {"cluster": "c", "user": "u"}},
+                      users={"u": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                            "command": "/bin/false", "interactiveMode": "Never"}}})
+    with pytest.raises(UsageError) as err:
+        connect(KubeOptions(kubeconfig=str(cfg)))
+    assert str(err.value) == 'kubeconfig user "u": exec credential plugin failed: exec: process returned 1'
+
+
 def _usage_error(opts: KubeOptions, *, namespace_too: bool = True) -> str:
     with pytest.raises(UsageError) as info:
         connect(opts)
