@@ -46,22 +46,23 @@ def _requests(pod: Pod) -> str:
         or "<none>"
 
 
-def _reason(c: Candidate) -> str:
-    return c.reason + "".join(f" [warning: {w}]" for w in c.warnings)
-
-
 def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
     headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
     if wide:
         headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"]
-    rows = []
+    rows, notes = [], []
     for c in plan.candidates:
         p = c.pod
-        row = [p.namespace, p.name, p.node_name, c.plugin, _reason(c)]
+        reason = c.reason
+        for w in c.warnings:  # long; listed under the table with a mark in the row
+            notes.append(f"  [{len(notes) + 1}] {p.namespace}/{p.name}: {w}")
+            reason += f" [{len(notes)}]"
+        row = [p.namespace, p.name, p.node_name, c.plugin, reason]
         if wide:
             row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
         rows.append(row)
-    return tabulate(rows, headers=headers, tablefmt="plain")
+    table = tabulate(rows, headers=headers, tablefmt="plain")
+    return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
 
 
 def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]:
