@@ -201,3 +201,25 @@ def test_kubeconfig_from_several_files_and_context_override(cluster: Any, namesp
     assert [c["pod"] for c in as_json(mixed)["candidates"]] == EXPECTED
     missing = desched(both, "balance", *scope, "--context", "nope")
     assert missing.returncode == 2 and 'context "nope" does not exist' in missing.stderr
+
+
+def test_kubectl_finds_the_plugin_on_path(cluster: Any, namespace: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from desched import desched_env
+
+    scripts = Path(sys.executable).parent
+    assert (scripts / "kubectl-desched").exists(), "install the package first (scripts/test does)"
+    scope = _imbalance(cluster, namespace)
+    env = desched_env(cluster.kubeconfig_for())
+    env["PATH"] = f"{scripts}{os.pathsep}{env.get('PATH', '')}"
+    kubectl = str(cluster.bin_dir / "kubectl")
+    version = subprocess.run([kubectl, "desched", "version"], capture_output=True, text=True, env=env, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("kubectl-desched v"), version.stderr
+    listed = subprocess.run([kubectl, "plugin", "list"], capture_output=True, text=True, env=env, check=False)
+    assert "kubectl-desched" in listed.stdout
+    plan = subprocess.run([kubectl, "desched", "balance", *scope, "--dry-run", "-o", "json"], capture_output=True,
+                          text=True, env=env, check=False)
+    assert [c["pod"] for c in as_json(plan)["candidates"]] == EXPECTED
