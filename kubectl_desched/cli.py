@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 import yaml
+from tabulate import tabulate
 
 from kubectl_desched import __version__, app
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
@@ -346,8 +347,6 @@ def plugins(output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"plugins": rows, "broken": registry.broken}, indent=2))
         return
-    from tabulate import tabulate
-
     click.echo(tabulate([[r["name"], ",".join(r["extensionPoints"]), r["origin"], r["description"]] for r in rows],
                         headers=["NAME", "EXTENSION POINTS", "ORIGIN", "DESCRIPTION"], tablefmt="plain"))
 

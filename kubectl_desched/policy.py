@@ -16,6 +16,7 @@ from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec, Registry
+from kubectl_desched.kube.snapshot import read_text
 from kubectl_desched.selectors import Matcher, label_selector, parse_selector
 
 API_VERSION = "descheduler/v1alpha2"
@@ -77,8 +78,6 @@ class Policy:
 
 
 def read_policy_file(path: str) -> dict[str, Any]:
-    from kubectl_desched.kube.snapshot import read_text
-
     text = read_text(path)
     try:
         raw = yaml.safe_load(text)
@@ -93,8 +92,6 @@ def read_policy_file(path: str) -> dict[str, Any]:
 
 def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
     """RFC 6902 JSON Patch, like `kubectl patch --type json -p`; `@FILE` reads the patch from a file."""
-    from kubectl_desched.kube.snapshot import read_text
-
     text = read_text(patch_text[1:]) if patch_text.startswith("@") else patch_text
     try:
         ops = yaml.safe_load(text)

@@ -146,15 +146,6 @@ def encode_args(obj: Any) -> Any:
     return obj
 
 
-def default_args(cls: type | None) -> Any:
-    """The args a plugin gets when the user gives none."""
-    return cls() if cls is not None else None
-
-
-def field_path(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 @dataclasses.dataclass
 class Namespaces:
     """`namespaces: {include: [...]}` or `{exclude: [...]}`, never both."""

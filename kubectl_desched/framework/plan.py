@@ -94,12 +94,6 @@ class EvictionPlan:
                 out.append(f"PodDisruptionBudget {pdb.name} allows no more disruptions, eviction will be refused")
         return out
 
-    def candidate_for(self, pod: Pod) -> Candidate | None:
-        for c in self.candidates:
-            if c.pod is pod:
-                return c
-        return None
-
 
 class ProfileEvictor:
     """The Evictor a profile's plugins get: scope, then the profile's filter plugins, then limits."""

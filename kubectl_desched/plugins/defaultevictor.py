@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
-from kubectl_desched.framework.args import Duration, LabelSelectorArg
+from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
 from kubectl_desched.model import SYSTEM_CRITICAL_PRIORITY, Pod
 from kubectl_desched.scheduling import why_not_fit
 from kubectl_desched.selectors import parse_selector
@@ -28,8 +28,6 @@ class PriorityThreshold:
 
     @classmethod
     def from_raw(cls, value: Any, path: str) -> PriorityThreshold:
-        from kubectl_desched.framework.args import decode_args
-
         obj = decode_args(cls, value, path)
         if obj.value is not None and obj.name:
             raise ConfigError(path, "priority threshold misconfigured, only one of value and name can be set")
