@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
 from kubectl_desched.model import Node
 from kubectl_desched.plugins import nodeutilization as nu
@@ -80,7 +80,6 @@ class LowNodeUtilization(BalancePlugin):
             raise ConfigError("metricsUtilization",
                               "actual-usage metrics are not supported yet; remove it to balance by requests")
         self.named = list(args.thresholds)
-        self.high: dict[str, float] = {}
         self.tracked = list(dict.fromkeys([*self.named, *nu.BASIC_RESOURCES]))
 
     def balance(self, nodes: list[Node]) -> None:
@@ -117,15 +116,27 @@ class LowNodeUtilization(BalancePlugin):
                     handle.note(pod, f"not moved: {why_not}")
             return
 
-        self.high = high
         capped = {n.name: nu.capped_capacity(n, high, self.tracked) for n in under + over}
         pool = {r: sum(capped[n.name][r] - used[n.name][r] for n in under) for r in self.tracked}
         over.sort(key=lambda n: (-sum(used[n.name].values()), n.name))
         node_limit = args.eviction_limits.node if args.eviction_limits else None
         excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
+        loop = nu.SourceEviction(handle, self.name, self.tracked, pool, under, excluded, "under-utilized")
         for n in over:
-            stop = self._evict_from(n, used[n.name], capped[n.name], pool, under, node_limit, excluded)
-            if stop == "total":
+            u, cap = used[n.name], capped[n.name]
+
+            def stop(u: dict[str, float] = u, cap: dict[str, float] = cap) -> str:
+                if not any(u[r] > cap[r] for r in self.tracked):
+                    return "node is back under the target thresholds"
+                full = nu.exhausted(pool, self.tracked)
+                return f"under-utilized nodes have no {full} left below their targets" if full else ""
+
+            def reason(n: Node = n, u: dict[str, float] = u, cap: dict[str, float] = cap) -> str:
+                return "node over target: " + ", ".join(
+                    f"{r} {nu.fmt_pct(self._pct(u, n, r))} > {nu.fmt_pct(high.get(r, 100.0))}"
+                    for r in self.tracked if u[r] > cap[r])
+
+            if not loop.run(n, u, stop, reason, node_limit):
                 return
 
     def _nothing_to_do(self, under: list[Node], over: list[Node], nodes: list[Node]) -> str:
@@ -137,61 +148,6 @@ class LowNodeUtilization(BalancePlugin):
             return "all nodes are under-utilized"
         if not over:
             return "no node is above the target thresholds"
-        return ""
-
-    def _still_over(self, used: dict[str, float], capped: dict[str, float]) -> bool:
-        return any(used[r] > capped[r] for r in self.tracked)
-
-    def _evict_from(self, node: Node, used: dict[str, float], capped: dict[str, float], pool: dict[str, float],
-                    destinations: list[Node], node_limit: int | None, excluded: set[str]) -> str:
-        handle, evictor = self.handle, self.handle.evictor
-        pods = [p for p in handle.state.pods_on_node(node.name) if not p.is_terminal]
-        removable = nu.eviction_order([p for p in pods if evictor.filter(p)])
-        if not removable:
-            return ""
-        evicted = 0
-        stop_reason = self._stop_reason(used, capped, pool)
-        for i, pod in enumerate(removable):
-            if stop_reason:
-                for rest in removable[i:]:
-                    handle.note(rest, f"not moved: {stop_reason}")
-                return ""
-            if node_limit is not None and evicted >= node_limit:
-                for rest in removable[i:]:
-                    handle.note(rest, f"not moved: evictionLimits.node ({node_limit}) reached")
-                return ""
-            if not any(d.tolerated_by(pod) for d in destinations):
-                handle.note(pod, "not moved: no under-utilized node tolerates its taints")
-                continue
-            if pod.namespace in excluded:
-                handle.note(pod, f"not moved: namespace {pod.namespace} is in evictableNamespaces.exclude")
-                continue
-            if not evictor.pre_eviction_filter(pod):
-                continue
-            over_now = [r for r in self.tracked if used[r] > capped[r]]
-            reason = "node over target: " + ", ".join(
-                f"{r} {nu.fmt_pct(self._pct(used, node, r))} > {nu.fmt_pct(self.high.get(r, 100.0))}" for r in over_now
-            )
-            if not evictor.evict(pod, EvictOptions(self.name, reason)):
-                if evictor.total_limit_reached():
-                    return "total"
-                if evictor.node_limit_reached(node.name):
-                    return ""
-                continue
-            evicted += 1
-            for r in self.tracked:
-                delta = 1.0 if r == "pods" else pod.requests.get(r, 0.0)
-                used[r] -= delta
-                pool[r] -= delta
-            stop_reason = self._stop_reason(used, capped, pool)
-        return ""
-
-    def _stop_reason(self, used: dict[str, float], capped: dict[str, float], pool: dict[str, float]) -> str:
-        if not self._still_over(used, capped):
-            return "node is back under the target thresholds"
-        for r in self.tracked:
-            if pool[r] <= 0:
-                return f"under-utilized nodes have no {r} left below their targets"
         return ""
 
     @staticmethod

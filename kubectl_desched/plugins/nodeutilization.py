@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.state import ClusterState
 
@@ -76,3 +78,59 @@ def fmt_pct(v: float) -> str:
 
 def describe(pct: Mapping[str, float], resources: Iterable[str]) -> str:
     return ", ".join(f"{r} {fmt_pct(pct.get(r, 0.0))}" for r in resources)
+
+
+def exhausted(pool: Mapping[str, float], resources: Iterable[str]) -> str | None:
+    """The first resource the destinations have no room left for, if any."""
+    return next((r for r in resources if pool[r] <= 0), None)
+
+
+class SourceEviction:
+    """Upstream's loop over one source node: its evictable pods in eviction order, each moved only if some
+    destination tolerates it, until `stop()` gives a reason, a limit is hit or the pods run out. Each move takes
+    the pod's requests (and one pod) off the node's usage and off the destinations' pool."""
+
+    def __init__(self, handle: Any, plugin: str, tracked: list[str], pool: dict[str, float],
+                 destinations: list[Node], excluded: set[str], dest_label: str,
+                 pod_filter: Callable[[Pod], bool] | None = None) -> None:
+        self.handle, self.plugin, self.tracked, self.pool = handle, plugin, tracked, pool
+        self.destinations, self.excluded, self.dest_label = destinations, excluded, dest_label
+        self.pod_filter = pod_filter
+
+    def run(self, node: Node, used: dict[str, float], stop: Callable[[], str], reason: Callable[[], str],
+            node_limit: int | None = None) -> bool:
+        """False when the global total limit is reached and the plugin must stop."""
+        handle, evictor = self.handle, self.handle.evictor
+        pods = [p for p in handle.state.pods_on_node(node.name) if not p.is_terminal]
+        removable = eviction_order(
+            [p for p in pods if evictor.filter(p) and (self.pod_filter is None or self.pod_filter(p))])
+        evicted = 0
+        why_stop = stop()
+        for i, pod in enumerate(removable):
+            if not why_stop and node_limit is not None and evicted >= node_limit:
+                why_stop = f"evictionLimits.node ({node_limit}) reached"
+            if why_stop:
+                for rest in removable[i:]:
+                    handle.note(rest, f"not moved: {why_stop}")
+                return True
+            if not any(d.tolerated_by(pod) for d in self.destinations):
+                handle.note(pod, f"not moved: no {self.dest_label} node tolerates its taints")
+                continue
+            if pod.namespace in self.excluded:
+                handle.note(pod, f"not moved: namespace {pod.namespace} is in evictableNamespaces.exclude")
+                continue
+            if not evictor.pre_eviction_filter(pod):
+                continue
+            if not evictor.evict(pod, EvictOptions(self.plugin, reason())):
+                if evictor.total_limit_reached():
+                    return False
+                if evictor.node_limit_reached(node.name):
+                    return True
+                continue
+            evicted += 1
+            for r in self.tracked:
+                delta = 1.0 if r == "pods" else pod.requests.get(r, 0.0)
+                used[r] -= delta
+                self.pool[r] -= delta
+            why_stop = stop()
+        return True
