@@ -71,7 +71,7 @@ policy_options = _options(
 plugin_options = _options(
     click.option("--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
     click.option("--thresholds", metavar="R=PCT,...",
-                 help=f"LowNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]."),
+                 help=f"Low/HighNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]."),
     click.option("--target-thresholds", metavar="R=PCT,...",
                  help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]."),
     click.option("--use-deviation-thresholds", is_flag=True,
@@ -228,6 +228,10 @@ def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plu
         if use is None:
             raise UsageError(f"--plugin {name}: a {'/'.join(spec.points)} plugin cannot be run by this command")
         args = _lnu_args(kw) if name == "LowNodeUtilization" else {}
+        if name == "HighNodeUtilization":
+            args = {"thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS)}
+            if kw.get("number_of_nodes") is not None:
+                args["numberOfNodes"] = kw["number_of_nodes"]
         args.update(extra.get(name, {}))
         plugins.append((name, use, args))
     evictor = _evictor_args(kw)
@@ -247,6 +251,8 @@ _FLAG_FOR_ARG = {
     ("LowNodeUtilization", "targetThresholds"): "--thresholds/--target-thresholds",
     ("LowNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("LowNodeUtilization", "evictionLimits"): "--node-eviction-limit",
+    ("HighNodeUtilization", "thresholds"): "--thresholds",
+    ("HighNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("DefaultEvictor", "minReplicas"): "--min-replicas",
     ("DefaultEvictor", "minPodAge"): "--min-pod-age",
     ("DefaultEvictor", "priorityThreshold"): "--priority-threshold",

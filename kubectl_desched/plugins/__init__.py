@@ -2,10 +2,11 @@
 
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.plugins.defaultevictor import DefaultEvictor
+from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
 from kubectl_desched.plugins.migrationcontroller import MigrationController
 
-IN_TREE = (DefaultEvictor, LowNodeUtilization, MigrationController)
+IN_TREE = (DefaultEvictor, HighNodeUtilization, LowNodeUtilization, MigrationController)
 
 
 def in_tree_registry() -> Registry:

@@ -318,7 +318,8 @@ def test_unknown_plugin_enabled(registry: Registry) -> None:
     profile["plugins"]["balance"]["enabled"].append("HighNodeUtilizationX")
     e = _error(_upstream(profile), registry)
     assert e.path == "profiles[0].plugins.balance.enabled[1]"
-    assert e.message.startswith("unknown plugin HighNodeUtilizationX; known: DefaultEvictor, LowNodeUtilization")
+    assert e.message.startswith("unknown plugin HighNodeUtilizationX; known: DefaultEvictor, ")
+    assert "LowNodeUtilization" in e.message
 
 
 def test_unknown_plugin_configured(registry: Registry) -> None:

@@ -134,7 +134,10 @@ def test_merge() -> None:
 
 def test_in_tree_registry() -> None:
     reg = in_tree_registry()
-    assert [s.name for s in reg] == ["DefaultEvictor", "LowNodeUtilization", "MigrationController"]
+    names = [s.name for s in reg]
+    assert names == sorted(names)  # listed by name
+    assert {"DefaultEvictor", "HighNodeUtilization", "LowNodeUtilization", "MigrationController"} <= set(names)
+    assert reg.get("HighNodeUtilization").points == ("balance",)
     assert reg.get("LowNodeUtilization").points == ("balance",)
     assert reg.get("DefaultEvictor").points == ("filter", "preEvictionFilter")
     assert reg.broken == []
