@@ -82,3 +82,133 @@ def pvc(name: str, storage_class: str, *, namespace: str = "default") -> dict[st
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
             "value": value}
+
+
+# --- pod status, for the pod-status plugins (PodLifeTime, RemoveFailedPods, RemovePodsHavingTooManyRestarts) --------
+
+
+def container_status(name: str = "main", *, restarts: int = 0, waiting: str | None = None,
+                     terminated: str | None = None, exit_code: int | None = None) -> dict[str, Any]:
+    """A containerStatuses entry: waiting with a reason, terminated (reason and/or exit code) or running."""
+    state: dict[str, Any]
+    if waiting is not None:
+        state = {"waiting": {"reason": waiting}}
+    elif terminated is not None or exit_code is not None:
+        term: dict[str, Any] = {"exitCode": exit_code or 0}
+        if terminated:
+            term["reason"] = terminated
+        state = {"terminated": term}
+    else:
+        state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+    return {"name": name, "image": "app:1", "ready": "running" in state, "restartCount": restarts, "state": state}
+
+
+def condition(type_: str, status: str = "True", reason: str = "", since: str | None = None) -> dict[str, Any]:
+    """A status.conditions entry; `since` is its lastTransitionTime."""
+    out = {"type": type_, "status": status}
+    if reason:
+        out["reason"] = reason
+    if since:
+        out["lastTransitionTime"] = since
+    return out
+
+
+def with_status(obj: dict[str, Any], *, phase: str | None = None, reason: str | None = None,
+                containers: list[dict] | None = None, init: list[dict] | None = None,
+                ephemeral: list[dict] | None = None, conditions: list[dict] | None = None,
+                created: str | None = None, deleting: bool = False) -> dict[str, Any]:
+    """Set status fields (and creationTimestamp / deletionTimestamp) on a pod() in place; returns it."""
+    status = obj["status"]
+    if phase is not None:
+        status["phase"] = phase
+    if reason is not None:
+        status["reason"] = reason
+    for key, value in (("containerStatuses", containers), ("initContainerStatuses", init),
+                       ("ephemeralContainerStatuses", ephemeral), ("conditions", conditions)):
+        if value is not None:
+            status[key] = value
+    if created is not None:
+        obj["metadata"]["creationTimestamp"] = created
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return obj
+
+
+def spread(max_skew: int, topology_key: str, match_labels: dict | None, *, when: str = "DoNotSchedule",
+           **extra: Any) -> dict[str, Any]:
+    """One topologySpreadConstraint; match_labels None leaves the labelSelector out (it then selects nothing)."""
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when, **extra}
+    if match_labels is not None:
+        c["labelSelector"] = {"matchLabels": match_labels}
+    return c
+
+
+def with_images(obj: dict[str, Any], *images: str) -> dict[str, Any]:
+    """The pod with one container per image (the first keeps the original container's resources)."""
+    first = obj["spec"]["containers"][0]
+    obj["spec"]["containers"] = [{**first, "name": f"c{i}", "image": image} if i == 0 else
+                                 {"name": f"c{i}", "image": image} for i, image in enumerate(images)]
+    return obj
+
+
+def with_owners(obj: dict[str, Any], *owners: tuple[str, str]) -> dict[str, Any]:
+    """The pod owned by each (kind, name), the first as controller."""
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": f"owner-{kind}-{name}", "controller": i == 0}
+        for i, (kind, name) in enumerate(owners)]
+    return obj
+
+
+# --- scheduling constraints (taints, tolerations, node and pod affinity) for the violation plugins' tests ---
+
+
+def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, Any]:
+    out = {"key": key, "effect": effect}
+    if value:
+        out["value"] = value
+    return out
+
+
+def toleration(key: str, value: str = "", effect: str = "", operator: str = "Equal") -> dict[str, Any]:
+    out = {"key": key, "operator": operator}
+    if value:
+        out["value"] = value
+    if effect:
+        out["effect"] = effect
+    return out
+
+
+def required_node_affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    """spec.affinity with required node affinity; each term is a list of matchExpressions (ORed terms)."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": exprs} for exprs in terms]}}}
+
+
+def preferred_node_affinity(*terms: tuple[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    """spec.affinity with preferred node affinity: (weight, matchExpressions) per term."""
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": w, "preference": {"matchExpressions": exprs}} for w, exprs in terms]}}
+
+
+def label_in(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+def pod_anti_affinity(match_labels: dict[str, str] | None = None, topology_key: str = "kubernetes.io/hostname", *,
+                      expressions: list[dict[str, Any]] | None = None, namespaces: list[str] | None = None,
+                      **term_extra: Any) -> dict[str, Any]:
+    """spec.affinity with one required pod anti-affinity term."""
+    selector: dict[str, Any] = {}
+    if match_labels:
+        selector["matchLabels"] = match_labels
+    if expressions:
+        selector["matchExpressions"] = expressions
+    term: dict[str, Any] = {"labelSelector": selector, "topologyKey": topology_key, **term_extra}
+    if namespaces:
+        term["namespaces"] = namespaces
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def terminating(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    return obj

@@ -5,8 +5,19 @@ from kubectl_desched.plugins.defaultevictor import DefaultEvictor
 from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
 from kubectl_desched.plugins.migrationcontroller import MigrationController
+from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
+from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
+from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
 
-IN_TREE = (DefaultEvictor, HighNodeUtilization, LowNodeUtilization, MigrationController)
+IN_TREE = (
+    DefaultEvictor,
+    HighNodeUtilization,
+    LowNodeUtilization,
+    MigrationController,
+    RemovePodsViolatingInterPodAntiAffinity,
+    RemovePodsViolatingNodeAffinity,
+    RemovePodsViolatingNodeTaints,
+)
 
 
 def in_tree_registry() -> Registry:
