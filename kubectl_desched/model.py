@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_desched.quantity import resource_value
 from kubectl_desched.selectors import Matcher, label_selector
@@ -63,6 +63,15 @@ class ContainerStatus:
     init: bool
 
 
+class PodCondition(NamedTuple):
+    """One status.conditions entry; a tuple, so it indexes as the former (type, status, reason) did."""
+
+    type: str
+    status: str
+    reason: str
+    last_transition: str  # lastTransitionTime as written, "" when unset
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -104,7 +113,8 @@ class Pod:
     spread_constraints: tuple[Mapping[str, Any], ...]
     images: tuple[str, ...]
     statuses: tuple[ContainerStatus, ...]
-    conditions: tuple[tuple[str, str, str], ...]  # (type, status, reason)
+    conditions: tuple[PodCondition, ...]
+    ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
     extra: dict[str, Any] = field(default_factory=dict)  # room for out-of-tree plugins' caches
 
     @property
@@ -233,14 +243,16 @@ def _statuses(raw: Any, init: bool) -> list[ContainerStatus]:
     for s in raw or ():
         state = s.get("state") or {}
         waiting = state.get("waiting") or {}
-        term = state.get("terminated") or {}
+        term = state.get("terminated")
+        terminated = term is not None  # `terminated: {}` is still a terminated state, exit code 0
+        term = term or {}
         out.append(
             ContainerStatus(
                 name=s.get("name", ""),
                 restarts=int(s.get("restartCount") or 0),
                 waiting_reason=waiting.get("reason", "") or "",
                 terminated_reason=term.get("reason", "") or "",
-                exit_code=term.get("exitCode"),
+                exit_code=int(term.get("exitCode") or 0) if terminated else None,
                 init=init,
             )
         )
@@ -307,8 +319,11 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
         images=tuple(c.get("image", "") for c in spec.get("containers") or ()),
         statuses=tuple(statuses),
         conditions=tuple(
-            (c.get("type", ""), c.get("status", ""), c.get("reason", "") or "") for c in status.get("conditions") or ()
+            PodCondition(c.get("type", ""), c.get("status", ""), c.get("reason", "") or "",
+                         c.get("lastTransitionTime") or "")
+            for c in status.get("conditions") or ()
         ),
+        ephemeral_statuses=tuple(_statuses(status.get("ephemeralContainerStatuses"), False)),
     )
 
 

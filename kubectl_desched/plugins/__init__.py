@@ -5,6 +5,9 @@ from kubectl_desched.plugins.defaultevictor import DefaultEvictor
 from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
 from kubectl_desched.plugins.migrationcontroller import MigrationController
+from kubectl_desched.plugins.podlifetime import PodLifeTime
+from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
+from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
 from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
 from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
@@ -14,6 +17,9 @@ IN_TREE = (
     HighNodeUtilization,
     LowNodeUtilization,
     MigrationController,
+    PodLifeTime,
+    RemoveFailedPods,
+    RemovePodsHavingTooManyRestarts,
     RemovePodsViolatingInterPodAntiAffinity,
     RemovePodsViolatingNodeAffinity,
     RemovePodsViolatingNodeTaints,

@@ -1,0 +1,349 @@
+"""PodLifeTime: evict pods by age (from creationTimestamp), by state (phase, pod reason, container waiting or
+terminated reason), by status condition, by container exit code and by owner kind. Every configured criterion
+must hold; within one criterion any listed value will do. Picked pods go oldest first, as upstream sorts them.
+
+This module also holds the small helpers the pod-status plugins (PodLifeTime, RemoveFailedPods,
+RemovePodsHavingTooManyRestarts) share: the args' namespaces/labelSelector scope, ages and the eviction loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubectl_desched.errors import ConfigError
+from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, Plugin, PluginArgs
+from kubectl_desched.framework.args import LabelSelectorArg, Namespaces, decode_args
+from kubectl_desched.model import ContainerStatus, Node, Pod, PodCondition
+from kubectl_desched.selectors import Matcher
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+Check = tuple[str | None, str | None]  # a plugin rule's answer for one pod: (why picked, why not picked)
+
+# --- shared by the pod-status plugins ------------------------------------------------------------------------------
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An RFC 3339 timestamp as the API writes it; None when unset or unreadable."""
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def seconds_since(now: datetime, text: str | None) -> float | None:
+    """Seconds from the timestamp to `now` (negative when it lies in the future); None when unknown."""
+    t = parse_time(text)
+    return None if t is None else (now - t).total_seconds()
+
+
+def human_duration(seconds: float) -> str:
+    """A short age in at most two units, like kubectl's AGE column: 45s, 10m5s, 26h, 3d4h."""
+    s = max(int(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        big, small, units = s // 60, s % 60, ("m", "s")
+    elif s < 48 * 3600:
+        big, small, units = s // 3600, s % 3600 // 60, ("h", "m")
+    else:
+        big, small, units = s // 86400, s % 86400 // 3600, ("d", "h")
+    return f"{big}{units[0]}{small}{units[1]}" if small else f"{big}{units[0]}"
+
+
+def seconds_text(key: str, seconds: int) -> str:
+    """`maxPodLifeTimeSeconds 86400 (24h)`: the arg as written and as a duration."""
+    return f"{key} {seconds} ({human_duration(seconds)})"
+
+
+class ArgsScope:
+    """A plugin's own `namespaces` and `labelSelector` args, applied before the evictor's filter (upstream's
+    pod list options)."""
+
+    def __init__(self, namespaces: Namespaces | None, label_selector: LabelSelectorArg | None) -> None:
+        self.namespaces = namespaces
+        self.match: Matcher | None = label_selector.matcher() if label_selector is not None else None
+
+    def why_out(self, pod: Pod) -> str | None:
+        ns = self.namespaces
+        if ns is not None and not ns.allows(pod.namespace):
+            where = "not in namespaces.include" if ns.include else "in namespaces.exclude"
+            return f"namespace {pod.namespace} is {where}"
+        if self.match is not None and not self.match(pod.labels):
+            return "labels do not match labelSelector"
+        return None
+
+
+def by_name(pod: Pod) -> tuple[str, str]:
+    return pod.namespace, pod.name
+
+
+def screen(plugin: Plugin, scope: ArgsScope, pod: Pod, check: Callable[[Pod], Check]) -> str | None:
+    """Upstream's order for one pod: the args' namespaces and labelSelector, the evictor's filter, the plugin's
+    rule (`check(pod)` returns (reason, why not)), then the evictor's pre-eviction filter. Returns the reason
+    when the pod is picked; leaves a note for explain when the plugin's rule or scope is why it is not."""
+    handle, evictor = plugin.handle, plugin.handle.evictor
+    out = scope.why_out(pod)
+    if out is None and not evictor.filter(pod):
+        return None  # explain shows the protection itself
+    reason, why_not = check(pod)
+    if out is not None:
+        if reason is not None:  # only worth saying when the rule alone would have picked it
+            handle.note(pod, f"not picked: {out}")
+        return None
+    if reason is None:
+        if why_not:
+            handle.note(pod, f"not picked: {why_not}")
+        return None
+    if not evictor.pre_eviction_filter(pod):
+        return None
+    return reason
+
+
+def evict_in_order(plugin: Plugin, picked: Sequence[tuple[Pod, str]]) -> bool:
+    """Evict the picked pods in order. A node whose eviction limit is reached is skipped from then on; the
+    total limit ends the run (returns False). Pods not tried are noted for explain."""
+    handle, evictor = plugin.handle, plugin.handle.evictor
+    full: set[str] = set()
+    for i, (pod, reason) in enumerate(picked):
+        if pod.node_name in full:
+            handle.note(pod, f"selected ({reason}) but not tried: the eviction limit of node {pod.node_name} "
+                             "was reached")
+            continue
+        if evictor.evict(pod, EvictOptions(plugin.name, reason)):
+            continue
+        if evictor.total_limit_reached():
+            for rest, why in picked[i + 1:]:
+                handle.note(rest, f"selected ({why}) but not tried: the total eviction limit was reached")
+            handle.info("stopped: the total eviction limit was reached")
+            return False
+        if evictor.node_limit_reached(pod.node_name):
+            full.add(pod.node_name)
+    return True
+
+
+def containers(pod: Pod, init: bool) -> Iterable[ContainerStatus]:
+    """Regular container statuses, plus init containers' when asked for (ephemeral ones are kept apart)."""
+    for cs in pod.statuses:
+        if init or not cs.init:
+            yield cs
+
+
+def container_label(cs: ContainerStatus, ephemeral: bool = False) -> str:
+    kind = "init container" if cs.init else "ephemeral container" if ephemeral else "container"
+    return f"{kind} {cs.name}" if cs.name else kind
+
+
+def validate_seconds(value: int | None, path: str) -> None:
+    if value is not None and value < 0:
+        raise ConfigError(path, f"must not be negative, not {value}")
+
+
+def validate_exit_codes(codes: list[int], path: str) -> None:
+    for i, code in enumerate(codes):
+        if not INT32_MIN <= code <= INT32_MAX:
+            raise ConfigError(f"{path}[{i}]", f"{code} is not a 32-bit exit code")
+
+
+# --- PodLifeTime ---------------------------------------------------------------------------------------------------
+
+POD_PHASES = ("Running", "Pending", "Succeeded", "Failed", "Unknown")
+POD_REASONS = ("NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError")
+WAITING_REASONS = ("PodInitializing", "ContainerCreating", "ImagePullBackOff", "CrashLoopBackOff",
+                   "CreateContainerConfigError", "ErrImagePull", "CreateContainerError", "InvalidImageName")
+TERMINATED_REASONS = ("OOMKilled", "Error", "Completed", "DeadlineExceeded", "Evicted", "ContainerCannotRun",
+                      "StartError")
+ALLOWED_STATES = frozenset(POD_PHASES + POD_REASONS + WAITING_REASONS + TERMINATED_REASONS)
+
+
+@dataclass
+class OwnerKinds:
+    """`ownerKinds: {include: [...]}` or `{exclude: [...]}`, never both."""
+
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_raw(cls, value: Any, path: str) -> OwnerKinds:
+        obj = decode_args(cls, value, path)
+        if obj.include and obj.exclude:
+            raise ConfigError(path, "only one of include and exclude can be set")
+        return obj
+
+    def to_raw(self) -> dict[str, list[str]]:
+        return {k: v for k, v in (("include", self.include), ("exclude", self.exclude)) if v}
+
+
+@dataclass
+class PodConditionFilter:
+    """Matches one status.conditions entry: every field that is set must hold."""
+
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    min_time_since_last_transition_seconds: int | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.type or self.status or self.reason) and self.min_time_since_last_transition_seconds is None
+
+
+@dataclass
+class PodLifeTimeArgs(PluginArgs):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelectorArg | None = None
+    owner_kinds: OwnerKinds | None = None
+    max_pod_life_time_seconds: int | None = None
+    states: list[str] = field(default_factory=list)
+    conditions: list[PodConditionFilter] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+    including_init_containers: bool = False
+    including_ephemeral_containers: bool = False
+
+    def validate(self, path: str) -> None:
+        p = f"{path}." if path else ""
+        validate_seconds(self.max_pod_life_time_seconds, f"{p}maxPodLifeTimeSeconds")
+        for i, s in enumerate(self.states):
+            if s not in ALLOWED_STATES:
+                raise ConfigError(f"{p}states[{i}]",
+                                  f"invalid state {s!r}; must be one of {', '.join(sorted(ALLOWED_STATES))}")
+        for i, c in enumerate(self.conditions):
+            if c.is_empty():
+                raise ConfigError(f"{p}conditions[{i}]", "at least one of type, status, reason or "
+                                                         "minTimeSinceLastTransitionSeconds must be set")
+            validate_seconds(c.min_time_since_last_transition_seconds,
+                             f"{p}conditions[{i}].minTimeSinceLastTransitionSeconds")
+        validate_exit_codes(self.exit_codes, f"{p}exitCodes")
+        if (self.max_pod_life_time_seconds is None and not self.states and not self.conditions
+                and not self.exit_codes):
+            raise ConfigError(path, "at least one of maxPodLifeTimeSeconds, states, conditions or exitCodes "
+                                    "must be set")
+
+
+class PodLifeTime(DeschedulePlugin):
+    """Evicts pods older than maxPodLifeTimeSeconds and/or in the given states, conditions or exit codes."""
+
+    name = "PodLifeTime"
+    args_type = PodLifeTimeArgs
+
+    def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.scope = ArgsScope(args.namespaces, args.label_selector)
+        self.states = frozenset(args.states)
+        self.exit_codes = frozenset(args.exit_codes)
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        state = self.handle.state
+        picked: list[tuple[Pod, str]] = []
+        for node in nodes:
+            for pod in sorted(state.pods_on_node(node.name), key=by_name):
+                reason = screen(self, self.scope, pod, self._check)
+                if reason is not None:
+                    picked.append((pod, reason))
+        # Oldest first, over all nodes, so limits and budgets spare the younger pods. A pod without a readable
+        # creationTimestamp sorts first, as upstream's zero time does.
+        created = {id(pod): parse_time(pod.created) for pod, _ in picked}
+
+        def oldest_first(item: tuple[Pod, str]) -> tuple[Any, ...]:
+            t = created[id(item[0])]
+            return (t is not None, t or 0, *by_name(item[0]))
+
+        picked.sort(key=oldest_first)
+        evict_in_order(self, picked)
+
+    def _check(self, pod: Pod) -> Check:
+        """Each configured criterion in upstream's order: age, states, ownerKinds, conditions, exitCodes."""
+        why: list[str] = []
+        for criterion in (self._age, self._state, self._owner, self._condition, self._exit_code):
+            matched, text = criterion(pod)
+            if not matched:
+                return None, text
+            if text:
+                why.append(text)
+        return "; ".join(why), None
+
+    def _age(self, pod: Pod) -> tuple[bool, str]:
+        limit = self.args.max_pod_life_time_seconds
+        if limit is None:
+            return True, ""
+        age = seconds_since(self.handle.state.now, pod.created)
+        if age is None:
+            return False, "no creationTimestamp, its age is unknown"
+        if age < 0:
+            return False, "creationTimestamp is in the future"
+        if int(age) > limit:
+            return True, f"age {human_duration(age)}, longer than {seconds_text('maxPodLifeTimeSeconds', limit)}"
+        return False, f"age {human_duration(age)}, not longer than {seconds_text('maxPodLifeTimeSeconds', limit)}"
+
+    def _state(self, pod: Pod) -> tuple[bool, str]:
+        states = self.states
+        if not states:
+            return True, ""
+        if pod.phase in states:
+            return True, f"phase {pod.phase}"
+        if pod.reason in states:
+            return True, f"pod status reason {pod.reason}"
+        args = self.args
+        groups = [(containers(pod, args.including_init_containers), False)]
+        if args.including_ephemeral_containers:
+            groups.append((pod.ephemeral_statuses, True))
+        for statuses, ephemeral in groups:
+            for cs in statuses:
+                if cs.waiting_reason in states:
+                    return True, f"{container_label(cs, ephemeral)} waiting in {cs.waiting_reason}"
+                if cs.terminated_reason in states:
+                    return True, f"{container_label(cs, ephemeral)} terminated with {cs.terminated_reason}"
+        return False, f"not in states {', '.join(args.states)} (phase {pod.phase})"
+
+    def _owner(self, pod: Pod) -> tuple[bool, str]:
+        kinds = self.args.owner_kinds
+        if kinds is None:
+            return True, ""
+        if kinds.include:
+            for o in pod.owners:
+                if o.kind in kinds.include:
+                    return True, f"owned by a {o.kind}"
+            return False, f"no owner of a kind in ownerKinds.include ({', '.join(kinds.include)})"
+        for o in pod.owners:
+            if o.kind in kinds.exclude:
+                return False, f"owned by a {o.kind}, in ownerKinds.exclude"
+        return True, ""
+
+    def _condition(self, pod: Pod) -> tuple[bool, str]:
+        filters = self.args.conditions
+        if not filters:
+            return True, ""
+        now = self.handle.state.now
+        for f in filters:
+            for c in pod.conditions:
+                if not _condition_fields_match(c, f):
+                    continue
+                text = f"condition {c.type}={c.status}" + (f" ({c.reason})" if c.reason else "")
+                need = f.min_time_since_last_transition_seconds
+                if need is not None:
+                    idle = seconds_since(now, c.last_transition)
+                    if idle is None or idle < 0 or int(idle) < need:
+                        continue
+                    least = seconds_text("minTimeSinceLastTransitionSeconds", need)
+                    text += f" for {human_duration(idle)}, at least {least}"
+                return True, text
+        return False, "no status condition matches conditions"
+
+    def _exit_code(self, pod: Pod) -> tuple[bool, str]:
+        codes = self.exit_codes
+        if not codes:
+            return True, ""
+        for cs in containers(pod, self.args.including_init_containers):
+            if cs.exit_code is not None and cs.exit_code in codes:
+                return True, f"{container_label(cs)} exited with code {cs.exit_code}"
+        listed = ", ".join(map(str, self.args.exit_codes))
+        return False, f"no container terminated with an exit code in exitCodes ({listed})"
+
+
+def _condition_fields_match(c: PodCondition, f: PodConditionFilter) -> bool:
+    return ((not f.type or c.type == f.type) and (not f.status or c.status == f.status)
+            and (not f.reason or c.reason == f.reason))
