@@ -6,11 +6,15 @@ from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
 from kubectl_desched.plugins.migrationcontroller import MigrationController
 from kubectl_desched.plugins.podlifetime import PodLifeTime
+from kubectl_desched.plugins.removeduplicates import RemoveDuplicates
 from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
 from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
 from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
 from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
+from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import (
+    RemovePodsViolatingTopologySpreadConstraint,
+)
 
 IN_TREE = (
     DefaultEvictor,
@@ -18,11 +22,13 @@ IN_TREE = (
     LowNodeUtilization,
     MigrationController,
     PodLifeTime,
+    RemoveDuplicates,
     RemoveFailedPods,
     RemovePodsHavingTooManyRestarts,
     RemovePodsViolatingInterPodAntiAffinity,
     RemovePodsViolatingNodeAffinity,
     RemovePodsViolatingNodeTaints,
+    RemovePodsViolatingTopologySpreadConstraint,
 )
 
 
