@@ -93,6 +93,13 @@ plugin_options = _options(
     click.option("--node-fit", is_flag=True, help="DefaultEvictor: only evict pods that fit another node."),
 )
 
+deschedule_options = _options(
+    click.option("--max-pod-lifetime", metavar="DURATION",
+                 help="PodLifeTime: evict pods older than this, e.g. 168h [default: Pending pods older than 24h]."),
+    click.option("--pod-restart-threshold", type=int, metavar="N",
+                 help="RemovePodsHavingTooManyRestarts podRestartThreshold [default: 100]."),
+)
+
 limit_options = _options(
     click.option("--max-pods-per-node", type=int, metavar="N", help="maxNoOfPodsToEvictPerNode."),
     click.option("--max-pods-per-namespace", type=int, metavar="N", help="maxNoOfPodsToEvictPerNamespace."),
@@ -178,7 +185,7 @@ def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 _PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes",
-                 "node_eviction_limit", "plugin_args", "plugins")
+                 "node_eviction_limit", "plugin_args", "plugins", "max_pod_lifetime", "pod_restart_threshold")
 
 
 def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
@@ -198,6 +205,36 @@ def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
         args["numberOfNodes"] = kw["number_of_nodes"]
     if kw.get("node_eviction_limit") is not None:
         args["evictionLimits"] = {"node": kw["node_eviction_limit"]}
+    return args
+
+
+# Upstream leaves these unset; a one-shot run needs a conservative choice the user can see in --help.
+PODLIFETIME_CRITERIA = ("maxPodLifeTimeSeconds", "states", "conditions", "exitCodes")
+DEFAULT_PODLIFETIME = {"maxPodLifeTimeSeconds": 86400, "states": ["Pending"]}
+DEFAULT_RESTART_THRESHOLD = 100
+DEFAULT_NODE_AFFINITY_TYPE = ["requiredDuringSchedulingIgnoredDuringExecution"]
+
+
+def _flag_args(name: str, kw: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """A plugin's args from flags and our defaults, then --args on top."""
+    args: dict[str, Any] = {}
+    if name == "LowNodeUtilization":
+        args = _lnu_args(kw)
+    elif name == "HighNodeUtilization":
+        args = {"thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS)}
+        if kw.get("number_of_nodes") is not None:
+            args["numberOfNodes"] = kw["number_of_nodes"]
+    elif name == "PodLifeTime":
+        if kw.get("max_pod_lifetime"):
+            args = {"maxPodLifeTimeSeconds": int(parse_duration(kw["max_pod_lifetime"], "--max-pod-lifetime"))}
+        elif not any(k in given for k in PODLIFETIME_CRITERIA):  # criteria combine, so ours only stand alone
+            args = dict(DEFAULT_PODLIFETIME)
+    elif name == "RemovePodsHavingTooManyRestarts":
+        threshold = kw.get("pod_restart_threshold")
+        args = {"podRestartThreshold": DEFAULT_RESTART_THRESHOLD if threshold is None else threshold}
+    elif name == "RemovePodsViolatingNodeAffinity":
+        args = {"nodeAffinityType": list(DEFAULT_NODE_AFFINITY_TYPE)}
+    args.update(given)
     return args
 
 
@@ -227,12 +264,7 @@ def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plu
         use = point if point in spec.points else next((p for p in ("deschedule", "balance") if p in spec.points), None)
         if use is None:
             raise UsageError(f"--plugin {name}: a {'/'.join(spec.points)} plugin cannot be run by this command")
-        args = _lnu_args(kw) if name == "LowNodeUtilization" else {}
-        if name == "HighNodeUtilization":
-            args = {"thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS)}
-            if kw.get("number_of_nodes") is not None:
-                args["numberOfNodes"] = kw["number_of_nodes"]
-        args.update(extra.get(name, {}))
+        args = _flag_args(name, kw, extra.get(name, {}))
         plugins.append((name, use, args))
     evictor = _evictor_args(kw)
     evictor.update(extra.get("DefaultEvictor", {}))
@@ -253,6 +285,8 @@ _FLAG_FOR_ARG = {
     ("LowNodeUtilization", "evictionLimits"): "--node-eviction-limit",
     ("HighNodeUtilization", "thresholds"): "--thresholds",
     ("HighNodeUtilization", "numberOfNodes"): "--number-of-nodes",
+    ("PodLifeTime", "maxPodLifeTimeSeconds"): "--max-pod-lifetime",
+    ("RemovePodsHavingTooManyRestarts", "podRestartThreshold"): "--pod-restart-threshold",
     ("DefaultEvictor", "minReplicas"): "--min-replicas",
     ("DefaultEvictor", "minPodAge"): "--min-pod-age",
     ("DefaultEvictor", "priorityThreshold"): "--priority-threshold",
@@ -305,6 +339,23 @@ def balance(**kw: Any) -> None:
     opts = _options_from(kw)
     policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE])
     sys.exit(app.plan_and_act(opts, policy, point="balance" if kw.get("policy_file") else None))
+
+
+@cli.command()
+@cluster_options
+@scope_options
+@policy_options
+@plugin_options
+@deschedule_options
+@limit_options
+@act_options
+def deschedule(**kw: Any) -> None:
+    """Run Deschedule plugins (all in-tree ones unless --plugin or --policy says otherwise)."""
+    opts = _options_from(kw)
+    registry = _registry()
+    defaults = [s.name for s in registry.with_points("deschedule") if s.origin == "in-tree"]
+    policy = build_policy(registry, kw, "deschedule", defaults)
+    sys.exit(app.plan_and_act(opts, policy, point="deschedule" if kw.get("policy_file") else None))
 
 
 @cli.command(name="run")
