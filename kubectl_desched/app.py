@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import click
@@ -15,7 +15,7 @@ from kubectl_desched import __version__
 from kubectl_desched.confirm import NotConfirmed, choose
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, EvictionResult
-from kubectl_desched.explain import explain_node_doc, explain_node_text
+from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, run
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
@@ -266,6 +266,34 @@ def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list,
     click.echo(table)
     if hidden:
         click.echo(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+
+
+def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
+    """-n only says where the pod is: the plan covers every namespace, as `balance -A` would."""
+    for w in policy.warnings:
+        warn(w)
+    namespace = _split(opts.namespaces)[0] if opts.namespaces else None
+    if namespace is None:
+        try:
+            namespace = context_namespace(opts.kube)
+        except UsageError:
+            if not opts.from_files:
+                raise
+            namespace = "default"
+    cluster_wide = replace(opts, namespaces=(), all_namespaces=True)
+    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
+    pod = loaded.state.find_pod(namespace, pod_name)
+    if pod is None:
+        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
+    plan = run(policy, loaded.state, loaded.scope)
+    doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
+    for e in plan.errors:
+        click.echo(f"error: {e}", err=True)
+    if opts.output in ("json", "yaml"):
+        _emit(doc, opts.output)
+    else:
+        click.echo(explain_pod_text(doc))
+    return 1 if plan.errors else 0
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str) -> int:

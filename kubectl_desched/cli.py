@@ -374,7 +374,28 @@ def run_policy(**kw: Any) -> None:
 
 @cli.group()
 def explain() -> None:
-    """Explain the verdict on a node's pods."""
+    """Explain the verdicts on a node's pods, or on one pod."""
+
+
+EXPLAIN_DEFAULT = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts",
+                   "RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
+                   "RemovePodsViolatingNodeTaints", "LowNodeUtilization", "RemoveDuplicates",
+                   "RemovePodsViolatingTopologySpreadConstraint"]
+
+
+@explain.command(name="pod")
+@click.argument("pod_name", metavar="POD")
+@cluster_options
+@scope_options
+@policy_options
+@plugin_options
+@deschedule_options
+@limit_options
+def explain_pod(pod_name: str, **kw: Any) -> None:
+    """The pod against every filter and enabled plugin, and which other nodes could take it."""
+    opts = _options_from(kw)
+    policy = build_policy(_registry(), kw, "balance", EXPLAIN_DEFAULT)
+    sys.exit(app.explain_pod(opts, policy, pod_name))
 
 
 @explain.command(name="node")
@@ -383,11 +404,12 @@ def explain() -> None:
 @scope_options
 @policy_options
 @plugin_options
+@deschedule_options
 @limit_options
 def explain_node(node_name: str, **kw: Any) -> None:
     """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
     opts = _options_from(kw)
-    policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE])
+    policy = build_policy(_registry(), kw, "balance", EXPLAIN_DEFAULT)
     sys.exit(app.explain_node(opts, policy, node_name))
 
 

@@ -8,6 +8,8 @@ from tabulate import tabulate
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.scheduling import why_not_node_fit
+from kubectl_desched.state import ClusterState
 
 
 class Verdicts:
@@ -65,4 +67,78 @@ def explain_node_text(doc: dict[str, Any]) -> str:
     rows = [[p["namespace"], p["pod"], p["verdict"].upper(), p["why"]] for p in doc["pods"]]
     lines.append(tabulate(rows, headers=["NAMESPACE", "POD", "VERDICT", "WHY"], tablefmt="plain") if rows
                  else "No pods on this node.")
+    return "\n".join(lines)
+
+
+def _fit_summary(pod: Pod, state: ClusterState, limit: int = 5) -> dict[str, Any]:
+    """Which other ready nodes could take the pod now, and why the others could not, grouped by reason."""
+    fits: list[str] = []
+    refused: dict[str, list[str]] = {}
+    for n in sorted(state.nodes.values(), key=lambda n: n.name):
+        if n.name == pod.node_name:
+            continue
+        why = "not ready" if not n.ready else why_not_node_fit(pod, n, state)
+        if why is None:
+            fits.append(n.name)
+        else:
+            refused.setdefault(why, []).append(n.name)
+    return {
+        "fits": fits,
+        "refused": [{"reason": r, "count": len(ns), "nodes": ns[:limit]}
+                    for r, ns in sorted(refused.items(), key=lambda kv: -len(kv[1]))],
+    }
+
+
+def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> dict[str, Any]:
+    verdict, why = Verdicts(plan).of(pod)
+    checks = []
+    for ev in plan.evictors:
+        checks.append({"profile": ev.profile, "check": "scope", "result": ev.scope(pod) or "passes"})
+        for f in ev.filters:
+            checks.append({"profile": ev.profile, "check": f"{f.name} filter", "result": f.filter(pod) or "passes"})
+        for f in ev.pre_filters:
+            checks.append({"profile": ev.profile, "check": f"{f.name} preEvictionFilter",
+                           "result": f.pre_eviction_filter(pod) or "passes"})
+    notes = plan.notes.get(id(pod), [])
+    reports = plan.node_reports.get(pod.node_name, [])
+    plugins = []
+    for name in plugin_names:
+        chosen = [c for c in plan.candidates if c.pod is pod and c.plugin == name]
+        said = list(dict.fromkeys(t for p, t in notes if p == name))
+        klass = [r.klass for r in reports if r.plugin == name]
+        if chosen:
+            result = f"selects it: {chosen[0].reason}"
+        elif said:
+            result = "; ".join(said)
+        else:
+            result = "does not select it" + (f" (its node is {klass[0]})" if klass else "")
+        plugins.append({"plugin": name, "result": result})
+    owner = pod.controller
+    return {
+        "pod": pod.name, "namespace": pod.namespace, "node": pod.node_name, "uid": pod.uid,
+        "owner": f"{owner.kind}/{owner.name}" if owner else None, "priority": pod.priority, "qos": pod.qos,
+        "phase": pod.phase, "verdict": verdict, "why": why, "checks": checks, "plugins": plugins,
+        "otherNodes": _fit_summary(pod, plan.state),
+    }
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def explain_pod_text(doc: dict[str, Any]) -> str:
+    owner = doc["owner"] or "no owner"
+    prio = "no priority" if doc["priority"] is None else f"priority {doc['priority']}"
+    lines = [f"Pod {doc['namespace']}/{doc['pod']} on {doc['node']}: {owner}, {prio}, {doc['qos']}, {doc['phase']}",
+             f"Verdict: {doc['verdict'].upper()}: {doc['why']}", "", "Filters:"]
+    lines.append(_indent(tabulate([[c["check"], c["profile"], c["result"]] for c in doc["checks"]], tablefmt="plain")))
+    lines += ["", "Plugins:"]
+    lines.append(_indent(tabulate([[p["plugin"], p["result"]] for p in doc["plugins"]], tablefmt="plain")))
+    other = doc["otherNodes"]
+    fits = other["fits"]
+    shown = ", ".join(fits[:10]) + (f", ... ({len(fits)} in all)" if len(fits) > 10 else "")
+    lines += ["", f"Other nodes that could take it now: {shown or 'none'}"]
+    for r in other["refused"]:
+        more = f" and {r['count'] - len(r['nodes'])} more" if r["count"] > len(r["nodes"]) else ""
+        lines.append(f"  {r['reason']}: {', '.join(r['nodes'])}{more}")
     return "\n".join(lines)

@@ -40,3 +40,30 @@ def test_demo_explain_names_each_protection() -> None:
     for protection in ("bare pod", "system critical", "DaemonSet pod", "local storage"):
         assert any(protection in w for w in whys), protection
     assert {p["verdict"] for p in doc["pods"]} == {"keep", "evict"}
+
+
+def test_demo_explain_pod_covers_filters_plugins_and_other_nodes() -> None:
+    result = CliRunner().invoke(cli, ["explain", "pod", "-n", "kube-system", "--from-file", DEMO, "-o", "json",
+                                      next(p["pod"] for p in _run("explain", "node", "worker-a1")["pods"]
+                                           if p["pod"].startswith("kube-proxy"))])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["verdict"] == "keep" and "DaemonSet pod" in doc["why"]
+    checks = {c["check"]: c["result"] for c in doc["checks"]}
+    assert "DaemonSet pod" in checks["DefaultEvictor filter"] and checks["scope"] == "passes"
+    assert {p["plugin"] for p in doc["plugins"]} >= {"LowNodeUtilization", "PodLifeTime", "RemoveDuplicates"}
+    assert doc["otherNodes"]["fits"] or doc["otherNodes"]["refused"]
+
+
+def test_demo_explain_pod_of_a_candidate_and_a_missing_pod() -> None:
+    candidate = _run("balance")["candidates"][0]
+    result = CliRunner().invoke(cli, ["explain", "pod", "-n", candidate["namespace"], candidate["pod"],
+                                      "--from-file", DEMO, "-o", "json"])
+    doc = json.loads(result.output)
+    assert doc["verdict"] == "evict"
+    lnu = next(p for p in doc["plugins"] if p["plugin"] == "LowNodeUtilization")
+    assert lnu["result"].startswith("selects it: node over target")
+    cp1 = [r for r in doc["otherNodes"]["refused"] if "cp-1" in r["nodes"]]
+    assert cp1 and "control-plane" in cp1[0]["reason"]
+    missing = CliRunner().invoke(cli, ["explain", "pod", "-n", "shop", "nope", "--from-file", DEMO])
+    assert missing.exit_code != 0 and str(missing.exception) == 'pod "nope" not found in namespace shop'
