@@ -49,12 +49,16 @@ def test_preview_lists_candidates_and_explains(cluster: Any, namespace: str) -> 
     assert "evictions" not in doc  # client dry run: nothing sent
     assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
 
-    explained = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json")
+    explained = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json",
+                        "--plugin", "LowNodeUtilization")
     assert explained.returncode == 0, explained.stderr
     verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in as_json(explained)["pods"]}
     assert verdicts["agent"] == ("keep", "protected: DaemonSet pod")
     assert verdicts["web-0"][0] == "evict" and "LowNodeUtilization: node over target" in verdicts["web-0"][1]
     assert verdicts["web-5"] == ("keep", "LowNodeUtilization: not moved: node is back under the target thresholds")
+    every = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json")
+    by_default = {p["pod"]: p["why"] for p in as_json(every)["pods"]}
+    assert by_default["web-5"].startswith("RemoveDuplicates: 3 pods of ReplicaSet")  # every plugin, by default
 
 
 def test_live_candidates_equal_snapshot_candidates(cluster: Any, namespace: str, tmp_path: Path) -> None:
