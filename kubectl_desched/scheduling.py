@@ -74,30 +74,7 @@ def untolerated_taint(pod: Pod, node: Node, effects: tuple[str, ...] = ("NoSched
     return None
 
 
-def why_not_fit(pod: Pod, node: Node, state: ClusterState) -> str | None:
-    """Why the pod could not be scheduled on the node now, or None if it could."""
-    if node.unschedulable:
-        return "unschedulable"
-    if not node.ready:
-        return "not ready"
-    if not pod_matches_node_selector(pod, node):
-        return "node selector or affinity does not match"
-    taint = untolerated_taint(pod, node)
-    if taint:
-        return f"taint {taint} not tolerated"
-    used = state.requested(node.name)
-    for name, want in pod.requests.items():
-        if want <= 0:
-            continue
-        free = node.allocatable.get(name, 0.0) - used.get(name, 0.0)
-        if want > free:
-            return f"insufficient {name}"
-    if used.get("pods", 0.0) + 1 > node.allocatable.get("pods", 0.0):
-        return "too many pods"
-    return None
-
-
-# --- Predicates the violation plugins share: upstream's NodeFit (which, unlike why_not_fit, also checks the
+# --- Predicates the plugins and filters share: upstream's NodeFit (which also checks the
 # pod's required anti-affinity against the node's pods and skips the resource check on the pod's own node),
 # tolerations with the numeric Lt/Gt operators, preferred node affinity weights and pod anti-affinity terms.
 

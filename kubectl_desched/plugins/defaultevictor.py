@@ -11,7 +11,7 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
 from kubectl_desched.model import SYSTEM_CRITICAL_PRIORITY, Pod
-from kubectl_desched.scheduling import why_not_fit
+from kubectl_desched.scheduling import why_not_node_fit
 from kubectl_desched.selectors import parse_selector
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
@@ -259,7 +259,7 @@ class DefaultEvictor(EvictorPlugin):
             state = self.handle.state
             others = [n for n in state.nodes.values() if n.name != pod.node_name and n.ready
                       and self.fit_nodes(n.labels)]
-            if not any(why_not_fit(pod, n, state) is None for n in others):
+            if not any(why_not_node_fit(pod, n, state) is None for n in others):
                 return "fits no other node (nodeFit)"
         if self.ns_match is not None:
             labels = self._ns_labels.get(pod.namespace)
