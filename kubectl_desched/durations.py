@@ -1,6 +1,7 @@
-"""Durations as kubectl and metav1.Duration write them."""
+"""Durations as kubectl and metav1.Duration write them, and the API's timestamps."""
 
 import re
+from datetime import datetime
 
 from kubectl_desched.errors import UsageError
 
@@ -22,3 +23,14 @@ def parse_duration(text: str, flag: str = "--request-timeout") -> float:
     if pos != len(s) or not s:
         raise UsageError(f"invalid {flag} {text!r}: use a number of seconds or a duration such as 30s, 1m")
     return total
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An RFC 3339 timestamp as the API writes it; None when unset or unreadable."""
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None

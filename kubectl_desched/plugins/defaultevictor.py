@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
@@ -135,15 +135,6 @@ class DefaultEvictorArgs(PluginArgs):
         return out
 
 
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 class DefaultEvictor(EvictorPlugin):
     """Upstream's default filter: protects mirror, static, terminating, critical, bare, DaemonSet and
     local-storage pods, with optional PVC, PDB, ResourceClaim, label, age, replica and node-fit rules."""
@@ -219,7 +210,7 @@ class DefaultEvictor(EvictorPlugin):
             if siblings < a.min_replicas:
                 reasons.append(f"owner has {siblings} pods, fewer than minReplicas {a.min_replicas}")
         if a.min_pod_age is not None:
-            started = _parse_time(pod.started)
+            started = parse_time(pod.started)
             age = (self.handle.state.now - started).total_seconds() if started else None
             if age is None or age < a.min_pod_age.seconds:
                 reasons.append(f"younger than minPodAge {a.min_pod_age.text}")

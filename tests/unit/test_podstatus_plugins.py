@@ -17,7 +17,8 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model import Pod, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.podlifetime import PodLifeTime, human_duration
+from kubectl_desched.plugins.podlifetime import PodLifeTime
+from kubectl_desched.plugins.podstatus import human_duration
 from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
 from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
 from kubectl_desched.policy import decode_policy, policy_from_plugins
