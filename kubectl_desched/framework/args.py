@@ -147,14 +147,14 @@ def encode_args(obj: Any) -> Any:
 
 
 @dataclasses.dataclass
-class Namespaces:
-    """`namespaces: {include: [...]}` or `{exclude: [...]}`, never both."""
+class IncludeExclude:
+    """`{include: [...]}` or `{exclude: [...]}`, never both (namespaces, owner kinds)."""
 
     include: list[str] = dataclasses.field(default_factory=list)
     exclude: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_raw(cls, value: Any, path: str) -> Namespaces:
+    def from_raw(cls, value: Any, path: str) -> IncludeExclude:
         obj = decode_args(cls, value, path)
         if obj.include and obj.exclude:
             raise ConfigError(path, "only one of include and exclude can be set")
@@ -163,10 +163,14 @@ class Namespaces:
     def to_raw(self) -> dict[str, list[str]]:
         return {k: v for k, v in (("include", self.include), ("exclude", self.exclude)) if v}
 
-    def allows(self, namespace: str) -> bool:
+    def allows(self, name: str) -> bool:
         if self.include:
-            return namespace in self.include
-        return namespace not in self.exclude
+            return name in self.include
+        return name not in self.exclude
+
+
+class Namespaces(IncludeExclude):
+    """A plugin's `namespaces` arg."""
 
 
 def percent_map(value: Mapping[str, float], path: str) -> dict[str, float]:

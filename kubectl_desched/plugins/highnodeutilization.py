@@ -89,12 +89,7 @@ class HighNodeUtilization(BalancePlugin):
                 return
 
     def _nothing_to_do(self, under: list[Node], targets: list[Node], nodes: list[Node]) -> str:
-        if not under:
-            return "no node is under-utilized"
-        if len(under) <= self.args.number_of_nodes:
-            return f"{len(under)} under-utilized node(s), not more than numberOfNodes {self.args.number_of_nodes}"
-        if len(under) == len(nodes):
-            return "all nodes are under-utilized"
-        if not targets:
-            return "no schedulable node to move pods to"
-        return ""
+        why = nu.nothing_to_do(under, nodes, self.args.number_of_nodes)
+        if not why and not targets:
+            why = "no schedulable node to move pods to"
+        return why

@@ -140,15 +140,10 @@ class LowNodeUtilization(BalancePlugin):
                 return
 
     def _nothing_to_do(self, under: list[Node], over: list[Node], nodes: list[Node]) -> str:
-        if not under:
-            return "no node is under-utilized"
-        if len(under) <= self.args.number_of_nodes:
-            return f"{len(under)} under-utilized node(s), not more than numberOfNodes {self.args.number_of_nodes}"
-        if len(under) == len(nodes):
-            return "all nodes are under-utilized"
-        if not over:
-            return "no node is above the target thresholds"
-        return ""
+        why = nu.nothing_to_do(under, nodes, self.args.number_of_nodes)
+        if not why and not over:
+            why = "no node is above the target thresholds"
+        return why
 
     @staticmethod
     def _pct(used: dict[str, float], node: Node, r: str) -> float:

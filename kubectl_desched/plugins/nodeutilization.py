@@ -80,6 +80,17 @@ def describe(pct: Mapping[str, float], resources: Iterable[str]) -> str:
     return ", ".join(f"{r} {fmt_pct(pct.get(r, 0.0))}" for r in resources)
 
 
+def nothing_to_do(under: list[Node], nodes: list[Node], number_of_nodes: int) -> str:
+    """Upstream's checks, common to both node-utilization plugins, before any pod moves."""
+    if not under:
+        return "no node is under-utilized"
+    if len(under) <= number_of_nodes:
+        return f"{len(under)} under-utilized node(s), not more than numberOfNodes {number_of_nodes}"
+    if len(under) == len(nodes):
+        return "all nodes are under-utilized"
+    return ""
+
+
 def exhausted(pool: Mapping[str, float], resources: Iterable[str]) -> str | None:
     """The first resource the destinations have no room left for, if any."""
     return next((r for r in resources if pool[r] <= 0), None)

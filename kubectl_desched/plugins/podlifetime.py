@@ -9,7 +9,7 @@ from typing import Any
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
-from kubectl_desched.framework.args import LabelSelectorArg, Namespaces, decode_args
+from kubectl_desched.framework.args import IncludeExclude, LabelSelectorArg, Namespaces
 from kubectl_desched.model import Node, Pod, PodCondition
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
@@ -38,22 +38,8 @@ TERMINATED_REASONS = ("OOMKilled", "Error", "Completed", "DeadlineExceeded", "Ev
 ALLOWED_STATES = frozenset(POD_PHASES + POD_REASONS + WAITING_REASONS + TERMINATED_REASONS)
 
 
-@dataclass
-class OwnerKinds:
-    """`ownerKinds: {include: [...]}` or `{exclude: [...]}`, never both."""
-
-    include: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_raw(cls, value: Any, path: str) -> OwnerKinds:
-        obj = decode_args(cls, value, path)
-        if obj.include and obj.exclude:
-            raise ConfigError(path, "only one of include and exclude can be set")
-        return obj
-
-    def to_raw(self) -> dict[str, list[str]]:
-        return {k: v for k, v in (("include", self.include), ("exclude", self.exclude)) if v}
+class OwnerKinds(IncludeExclude):
+    """PodLifeTime's `ownerKinds` arg."""
 
 
 @dataclass
