@@ -69,6 +69,16 @@ class Loaded:
     scope_text: str
 
 
+def default_namespace(opts: Options) -> str:
+    """The context's namespace, as kubectl uses it; "default" for a snapshot when no kubeconfig can be read."""
+    try:
+        return context_namespace(opts.kube)
+    except UsageError:
+        if not opts.from_files:
+            raise
+        return "default"  # a snapshot needs no kubeconfig
+
+
 def resolve_scope(opts: Options, *, policy_given: bool) -> tuple[Scope, str]:
     scope = Scope(excluded_namespaces=set(_split(opts.exclude_namespaces)))
     if opts.all_namespaces and opts.namespaces:
@@ -79,12 +89,7 @@ def resolve_scope(opts: Options, *, policy_given: bool) -> tuple[Scope, str]:
     elif opts.all_namespaces or policy_given:
         text = "all namespaces"
     else:
-        try:
-            ns = context_namespace(opts.kube)
-        except UsageError:
-            if not opts.from_files:
-                raise
-            ns = "default"  # a snapshot needs no kubeconfig
+        ns = default_namespace(opts)
         scope.namespaces = {ns}
         text = f"namespace {ns} (-A for all namespaces)"
     if scope.excluded_namespaces:
@@ -194,7 +199,7 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
                 p.balance = []
         if not any(p.balance or p.deschedule for p in policy.profiles):
             raise UsageError(f"the policy enables no {point} plugin")
-    loaded = load(opts, policy_given=policy.source != "flags", kinds=policy.required_kinds())
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds())
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(loaded.state, policy, loaded.scope)
     mode = _mode(opts, loaded)
@@ -272,14 +277,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     """-n only says where the pod is: the plan covers every namespace, as `balance -A` would."""
     for w in policy.warnings:
         warn(w)
-    namespace = _split(opts.namespaces)[0] if opts.namespaces else None
-    if namespace is None:
-        try:
-            namespace = context_namespace(opts.kube)
-        except UsageError:
-            if not opts.from_files:
-                raise
-            namespace = "default"
+    namespace = _split(opts.namespaces)[0] if opts.namespaces else default_namespace(opts)
     cluster_wide = replace(opts, namespaces=(), all_namespaces=True)
     loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
     pod = loaded.state.find_pod(namespace, pod_name)
@@ -287,29 +285,28 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
     plan = run(policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
-    for e in plan.errors:
-        click.echo(f"error: {e}", err=True)
-    if opts.output in ("json", "yaml"):
-        _emit(doc, opts.output)
-    else:
-        click.echo(explain_pod_text(doc))
-    return 1 if plan.errors else 0
+    return _show_explanation(plan, doc, explain_pod_text, opts.output)
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str) -> int:
     for w in policy.warnings:
         warn(w)
-    loaded = load(opts, policy_given=policy.source != "flags", kinds=policy.required_kinds())
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds())
     node = loaded.state.nodes.get(node_name)
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')
     plan = run(policy, loaded.state, loaded.scope)
     considered = node in considered_nodes(loaded.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
+    return _show_explanation(plan, doc, explain_node_text, opts.output)
+
+
+def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
+                      output: str) -> int:
     for e in plan.errors:
         click.echo(f"error: {e}", err=True)
-    if opts.output in ("json", "yaml"):
-        _emit(doc, opts.output)
+    if output in ("json", "yaml"):
+        _emit(doc, output)
     else:
-        click.echo(explain_node_text(doc))
+        click.echo(as_text(doc))
     return 1 if plan.errors else 0

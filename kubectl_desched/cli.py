@@ -271,11 +271,14 @@ def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plu
     raw = policy_from_plugins(plugins, evictor, limits)
     if kw.get("policy_patch"):
         raw = apply_patch(raw, kw["policy_patch"])
-        return decode_policy(raw, registry, "flags with --policy-patch")
-    try:
-        return decode_policy(raw, registry, "flags")
-    except ConfigError as e:
-        raise UsageError(_flag_error(e, ["DefaultEvictor", *(name for name, _p, _a in plugins)])) from None
+        policy = decode_policy(raw, registry, "flags with --policy-patch")
+    else:
+        try:
+            policy = decode_policy(raw, registry, "flags")
+        except ConfigError as e:
+            raise UsageError(_flag_error(e, ["DefaultEvictor", *(name for name, _p, _a in plugins)])) from None
+    policy.from_file = False
+    return policy
 
 
 _FLAG_FOR_ARG = {

@@ -62,6 +62,7 @@ class Policy:
     raw: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     evict_plugins: list[str] = field(default_factory=list)
+    from_file: bool = True  # False when flags describe it: then kubectl's default namespace scope applies
 
     def required_kinds(self) -> set[str]:
         """Objects beyond nodes, pods and PDBs that the configured plugins need."""

@@ -67,3 +67,14 @@ def test_demo_explain_pod_of_a_candidate_and_a_missing_pod() -> None:
     assert cp1 and "control-plane" in cp1[0]["reason"]
     missing = CliRunner().invoke(cli, ["explain", "pod", "-n", "shop", "nope", "--from-file", DEMO])
     assert missing.exit_code != 0 and str(missing.exception) == 'pod "nope" not found in namespace shop'
+
+
+def test_flags_with_a_policy_patch_keep_kubectls_namespace_scope() -> None:
+    patch = '[{"op": "replace", "path": "/profiles/0/name", "value": "patched"}]'
+    for extra in ([], ["--policy-patch", patch]):
+        result = CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-o", "json", *extra],
+                                    env={"KUBECONFIG": "/nonexistent"})
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.output)
+        assert doc["scope"] == "namespace default (-A for all namespaces)"
+        assert {c["namespace"] for c in doc["candidates"]} <= {"default"}
