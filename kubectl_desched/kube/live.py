@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -145,14 +146,42 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                                  progress=progress, label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
-        try:
-            pdbs = _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
-        except ApiException as e:
-            if e.status not in (403, 404):
-                raise
-            warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
-            pdbs = []
+        pdbs = _read_pdbs(conn, warn)
         extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
+
+
+def _read_pdbs(conn: Connection, warn: Callable[[str], None]) -> list[Any]:
+    try:
+        return _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
+    except ApiException as e:
+        if e.status not in (403, 404):
+            raise
+        warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
+        return []
+
+
+def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lambda _m: None,
+              kinds: set[str] | frozenset[str] = frozenset()) -> ClusterState | None:
+    """`explain node`'s quick read: that node, its pods (field selector spec.nodeName) and the cluster-wide
+    settings (PDBs, the extra kinds), none of the other nodes' pods. None when the node does not exist."""
+    what = f"reading node {name}"
+    try:
+        try:
+            node = node_from_json(request_json(conn, "GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+            pods = _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
+                             label="pods")
+        except ParseError as e:
+            raise DeschedError(f"{what}: {e}") from None
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        pdbs = _read_pdbs(conn, warn)
+        extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+        raise describe_api_error(e, what, conn.server) from None
+    return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
+                        extra=extra)
