@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""kubectl-desched at cluster scale, against kubectl and json.load on the same data, side by side.
+
+For each scale (by default 1/4, 1/2 and all of 5,000 nodes / 150,000 pods) it generates the cluster
+with bench/gencluster.py, writes it as a kubectl-style JSON snapshot, loads it into the tests' real
+kube-apiserver + etcd (tests/cluster/localcluster.py), and times, interleaved, several runs each:
+
+  live      kubectl get pods -A -o json > /dev/null            (kubectl from tests/cluster/build-binaries)
+            kubectl-desched balance --dry-run=client -o json -A (LowNodeUtilization)
+            kubectl-desched explain node NODE                    (the most loaded node, fast path)
+  snapshot  python -c 'json.load(open(FILE))'
+            kubectl-desched run --from-file FILE --policy lownodeutilization.yaml -o json
+
+and prints medians, peak RSS and ratios as a Markdown table (the README's Performance section).
+Generated snapshots and loaded etcd data are cached in --work; a rerun only measures.
+
+    .venv/bin/python bench/perf.py [--scales 0.25,0.5,1] [--runs 3] [--work DIR] [--only live|snapshot]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import apiload  # noqa: E402
+import gencluster  # noqa: E402
+
+BIN = Path(os.environ.get("KDESCHED_BIN_DIR") or Path.home() / ".cache/kubectl-desched/bin")
+NODES, PODS = 5000, 150_000
+POLICY = """apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: balance
+    pluginConfig:
+      - name: DefaultEvictor
+      - name: LowNodeUtilization
+        args:
+          thresholds: {cpu: 20, memory: 20, pods: 20}
+          targetThresholds: {cpu: 50, memory: 50, pods: 50}
+    plugins:
+      balance:
+        enabled: [LowNodeUtilization]
+"""
+
+
+def bin_dir() -> Path:
+    """The newest build of tests/cluster/build-binaries (a directory per version)."""
+    if (BIN / "kube-apiserver").exists():
+        return BIN
+    builds = sorted(p for p in BIN.glob("*") if (p / "kube-apiserver").exists())
+    if not builds:
+        sys.exit(f"error: no kube-apiserver under {BIN}: run tests/cluster/build-binaries")
+    return builds[-1]
+
+
+@dataclass
+class Sample:
+    seconds: float
+    rss: int  # peak resident set, bytes
+
+
+@dataclass
+class Timings:
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
+
+    def add(self, name: str, s: Sample) -> None:
+        self.samples.setdefault(name, []).append(s)
+
+    def median(self, name: str) -> float:
+        return statistics.median(s.seconds for s in self.samples[name])
+
+    def rss(self, name: str) -> int:
+        return max(s.rss for s in self.samples[name])
+
+
+def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
+    """Wall time and peak RSS of one child process; stdout goes to /dev/null, as in `> /dev/null`."""
+    with tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {tail}")
+    return Sample(seconds, usage.ru_maxrss * 1024)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def snapshot_file(work: Path, nodes: int, pods: int) -> Path:
+    path = work / f"snapshot-{nodes}-{pods}.json"
+    if not path.exists():
+        log(f"generating {path}")
+        tmp = path.with_suffix(".tmp")
+        subprocess.run([sys.executable, str(HERE / "gencluster.py"), "--nodes", str(nodes), "--pods", str(pods),
+                        "--out", str(tmp)], check=True)
+        tmp.rename(path)
+    return path
+
+
+DESCHED = [str(Path(sys.executable).with_name("kubectl-desched"))]
+
+
+def desched() -> str:
+    return DESCHED[0]
+
+
+def bench_snapshot(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> None:
+    path = snapshot_file(work, nodes, pods)
+    policy = work / "lownodeutilization.yaml"
+    policy.write_text(POLICY)
+    load = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(path)]
+    run = [desched(), "run", "--from-file", str(path), "--policy", str(policy), "-o", "json"]
+    for i in range(runs):
+        log(f"  snapshot run {i + 1}/{runs}")
+        t.add("json.load", measure(load))
+        t.add("run --from-file", measure(run))
+
+
+def loaded_cluster(work: Path, nodes: int, pods: int) -> apiload.LocalCluster:
+    """A started cluster holding the generated objects; the etcd data is kept for the next run."""
+    cdir = work / f"cluster-{nodes}-{pods}"
+    marker = cdir / "loaded"
+    if not marker.exists():
+        shutil.rmtree(cdir, ignore_errors=True)
+    cluster = apiload.bench_cluster(bin_dir(), cdir)
+    cluster.start()
+    if not marker.exists():
+        log(f"loading {nodes} nodes / {pods} pods into the apiserver at {cluster.server}")
+        began = time.monotonic()
+        with gencluster._no_gc():
+            plan = gencluster.plan_cluster(nodes, pods)
+        n = apiload.load(cluster, plan.items(), log=log)
+        marker.write_text(f"{n} objects in {time.monotonic() - began:.0f}s\n")
+        log(f"  {marker.read_text().strip()}")
+    return cluster
+
+
+def busiest_overutilized_node(out: Path) -> str:
+    doc = json.loads(out.read_text())
+    rows = [r for r in doc["nodes"] if r["class"].get("LowNodeUtilization") == "overutilized"] or doc["nodes"]
+    return max(rows, key=lambda r: r["now"]["pods"])["name"]
+
+
+def bench_live(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> str:
+    cluster = loaded_cluster(work, nodes, pods)
+    try:
+        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+        kubectl = [str(cluster.bin_dir / "kubectl"), f"--cache-dir={cluster.work_dir / 'kubectl-cache'}"]
+        get = [*kubectl, "get", "pods", "-A", "-o", "json"]
+        balance = [desched(), "balance", "--dry-run=client", "-o", "json", "-A"]
+        out = work / "balance.json"
+        with out.open("w") as f:
+            subprocess.run(balance, stdout=f, env=env, check=True)
+        node = busiest_overutilized_node(out)
+        explain = [desched(), "explain", "node", node]
+        for i in range(runs):
+            log(f"  live run {i + 1}/{runs}")
+            t.add("kubectl get pods", measure(get, env))
+            t.add("balance", measure(balance, env))
+            t.add("explain node", measure(explain, env))
+        return node
+    finally:
+        cluster.stop()
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    def cell(r: dict[str, Any], name: str) -> str:
+        if name not in r["median"]:
+            return "-"
+        return f"{r['median'][name]:.2f} s / {r['rss'][name] / 2**20:,.0f} MB"
+
+    def ratio(r: dict[str, Any], a: str, b: str) -> str:
+        return f"{r['median'][a] / r['median'][b]:.2f}" if a in r["median"] and b in r["median"] else "-"
+
+    head = ("| nodes / pods | kubectl get pods -A -o json | balance --dry-run=client -o json | ratio "
+            "| explain node | json.load of the snapshot | run --from-file | ratio |")
+    lines = [head, "|" + "---|" * 8]
+    for r in results:
+        lines.append(
+            f"| {r['nodes']:,} / {r['pods']:,} | {cell(r, 'kubectl get pods')} | {cell(r, 'balance')} "
+            f"| {ratio(r, 'balance', 'kubectl get pods')} | {cell(r, 'explain node')} | {cell(r, 'json.load')} "
+            f"| {cell(r, 'run --from-file')} | {ratio(r, 'run --from-file', 'json.load')} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    ap.add_argument("--nodes", type=int, default=NODES)
+    ap.add_argument("--pods", type=int, default=PODS)
+    ap.add_argument("--scales", default="0.25,0.5,1", help="fractions of --nodes/--pods (default 0.25,0.5,1)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=("live", "snapshot"))
+    ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",
+                    help="generated snapshots and etcd data, kept between runs")
+    ap.add_argument("--results", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--desched", default=DESCHED[0], help="the kubectl-desched to measure (default: this venv's)")
+    args = ap.parse_args(argv)
+    DESCHED[0] = args.desched
+    if not os.access(args.desched, os.X_OK):
+        ap.error(f"{args.desched} is not executable: pip install -e . in this virtualenv")
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = []
+    for scale in (float(s) for s in args.scales.split(",")):
+        nodes, pods = round(args.nodes * scale), round(args.pods * scale)
+        log(f"{nodes} nodes / {pods} pods")
+        t = Timings()
+        node = None
+        if args.only != "live":
+            bench_snapshot(args.work, nodes, pods, args.runs, t)
+        if args.only != "snapshot":
+            node = bench_live(args.work, nodes, pods, args.runs, t)
+        results.append({"nodes": nodes, "pods": pods, "runs": args.runs, "explained_node": node,
+                        "median": {k: t.median(k) for k in t.samples},
+                        "rss": {k: t.rss(k) for k in t.samples},
+                        "seconds": {k: [s.seconds for s in v] for k, v in t.samples.items()}})
+        print(table(results[-1:]), flush=True)
+        if args.results:
+            args.results.write_text(json.dumps(results, indent=2) + "\n")
+    print()
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
