@@ -118,11 +118,16 @@ def snapshot_file(work: Path, nodes: int, pods: int) -> Path:
     return path
 
 
-DESCHED = [str(Path(sys.executable).with_name("kubectl-desched"))]
+DESCHED = [str(Path(sys.executable).with_name("kubectl-desched"))]  # then the --baseline build, if any
 
 
 def desched() -> str:
     return DESCHED[0]
+
+
+def builds() -> list[tuple[str, str]]:
+    """(suffix of the timing's name, kubectl-desched executable) for this build and the --baseline one."""
+    return [("", DESCHED[0])] + [(" @baseline", exe) for exe in DESCHED[1:]]
 
 
 def bench_snapshot(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> None:
@@ -130,11 +135,15 @@ def bench_snapshot(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> 
     policy = work / "lownodeutilization.yaml"
     policy.write_text(POLICY)
     load = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(path)]
-    run = [desched(), "run", "--from-file", str(path), "--policy", str(policy), "-o", "json"]
     for i in range(runs):
         log(f"  snapshot run {i + 1}/{runs}")
         t.add("json.load", measure(load))
-        t.add("run --from-file", measure(run))
+        for suffix, exe in builds():
+            t.add("run --from-file" + suffix, measure([exe, "run", "--from-file", str(path), "--policy", str(policy),
+                                                       "-o", "json"]))
+    with (work / f"run-{nodes}-{pods}.json").open("w") as f:
+        subprocess.run([desched(), "run", "--from-file", str(path), "--policy", str(policy), "-o", "json"],
+                       stdout=f, check=True)
 
 
 def loaded_cluster(work: Path, nodes: int, pods: int) -> apiload.LocalCluster:
@@ -145,14 +154,23 @@ def loaded_cluster(work: Path, nodes: int, pods: int) -> apiload.LocalCluster:
         shutil.rmtree(cdir, ignore_errors=True)
     cluster = apiload.bench_cluster(bin_dir(), cdir)
     cluster.start()
-    if not marker.exists():
-        log(f"loading {nodes} nodes / {pods} pods into the apiserver at {cluster.server}")
-        began = time.monotonic()
-        with gencluster._no_gc():
-            plan = gencluster.plan_cluster(nodes, pods)
-        n = apiload.load(cluster, plan.items(), log=log)
-        marker.write_text(f"{n} objects in {time.monotonic() - began:.0f}s\n")
-        log(f"  {marker.read_text().strip()}")
+    try:
+        if not marker.exists():
+            log(f"loading {nodes} nodes / {pods} pods into the apiserver at {cluster.server}")
+            began = time.monotonic()
+            with gencluster._no_gc():
+                plan = gencluster.plan_cluster(nodes, pods)
+                n = apiload.load(cluster, plan.items(), log=log)
+            marker.write_text(f"{n} objects in {time.monotonic() - began:.0f}s\n")
+            log(f"  {marker.read_text().strip()}")
+        deadline = time.monotonic() + 600
+        while apiload.served_pods(cluster) < pods:  # the watch cache may still be taking them in
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the apiserver serves {apiload.served_pods(cluster)} pods, not {pods}")
+            time.sleep(2)
+    except BaseException:
+        cluster.stop()
+        raise
     return cluster
 
 
@@ -168,17 +186,17 @@ def bench_live(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> str:
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
         kubectl = [str(cluster.bin_dir / "kubectl"), f"--cache-dir={cluster.work_dir / 'kubectl-cache'}"]
         get = [*kubectl, "get", "pods", "-A", "-o", "json"]
-        balance = [desched(), "balance", "--dry-run=client", "-o", "json", "-A"]
-        out = work / "balance.json"
+        balance = ["balance", "--dry-run=client", "-o", "json", "-A"]
+        out = work / f"balance-{nodes}-{pods}.json"
         with out.open("w") as f:
-            subprocess.run(balance, stdout=f, env=env, check=True)
+            subprocess.run([desched(), *balance], stdout=f, env=env, check=True)
         node = busiest_overutilized_node(out)
-        explain = [desched(), "explain", "node", node]
         for i in range(runs):
             log(f"  live run {i + 1}/{runs}")
             t.add("kubectl get pods", measure(get, env))
-            t.add("balance", measure(balance, env))
-            t.add("explain node", measure(explain, env))
+            for suffix, exe in builds():
+                t.add("balance" + suffix, measure([exe, *balance], env))
+                t.add("explain node" + suffix, measure([exe, "explain", "node", node], env))
         return node
     finally:
         cluster.stop()
@@ -197,11 +215,29 @@ def table(results: list[dict[str, Any]]) -> str:
             "| explain node | json.load of the snapshot | run --from-file | ratio |")
     lines = [head, "|" + "---|" * 8]
     for r in results:
-        lines.append(
-            f"| {r['nodes']:,} / {r['pods']:,} | {cell(r, 'kubectl get pods')} | {cell(r, 'balance')} "
-            f"| {ratio(r, 'balance', 'kubectl get pods')} | {cell(r, 'explain node')} | {cell(r, 'json.load')} "
-            f"| {cell(r, 'run --from-file')} | {ratio(r, 'run --from-file', 'json.load')} |")
+        for suffix in ("", " @baseline"):
+            if "balance" + suffix not in r["median"] and "run --from-file" + suffix not in r["median"]:
+                continue
+            label = f"{r['nodes']:,} / {r['pods']:,}" + (" (baseline)" if suffix else "")
+            lines.append(
+                f"| {label} | {cell(r, 'kubectl get pods')} | {cell(r, 'balance' + suffix)} "
+                f"| {ratio(r, 'balance' + suffix, 'kubectl get pods')} | {cell(r, 'explain node' + suffix)} "
+                f"| {cell(r, 'json.load')} | {cell(r, 'run --from-file' + suffix)} "
+                f"| {ratio(r, 'run --from-file' + suffix, 'json.load')} |")
     return "\n".join(lines)
+
+
+def same_plan(work: Path, nodes: int, pods: int) -> str:
+    """The live plan and the snapshot's: the same objects must give the same candidates."""
+    live, snap = work / f"balance-{nodes}-{pods}.json", work / f"run-{nodes}-{pods}.json"
+    if not (live.exists() and snap.exists()):
+        return "not compared"
+
+    def key(path: Path) -> list[tuple[str, str, str]]:
+        return [(c["namespace"], c["pod"], c["reason"]) for c in json.loads(path.read_text())["candidates"]]
+
+    a, b = key(live), key(snap)
+    return f"same {len(a)} candidates" if a == b else f"DIFFERENT: {len(a)} live, {len(b)} from the snapshot"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,11 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",
                     help="generated snapshots and etcd data, kept between runs")
     ap.add_argument("--results", type=Path, help="also write the figures as JSON here")
-    ap.add_argument("--desched", default=DESCHED[0], help="the kubectl-desched to measure (default: this venv's)")
+    ap.add_argument("--baseline", metavar="EXE", help="another kubectl-desched to time side by side (before/after)")
     args = ap.parse_args(argv)
-    DESCHED[0] = args.desched
-    if not os.access(args.desched, os.X_OK):
-        ap.error(f"{args.desched} is not executable: pip install -e . in this virtualenv")
+    if args.baseline:
+        DESCHED.append(args.baseline)
+    for exe in DESCHED:
+        if not os.access(exe, os.X_OK):
+            ap.error(f"{exe} is not executable (pip install -e . in this virtualenv)")
     args.work.mkdir(parents=True, exist_ok=True)
     results = []
     for scale in (float(s) for s in args.scales.split(",")):
@@ -230,7 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             bench_snapshot(args.work, nodes, pods, args.runs, t)
         if args.only != "snapshot":
             node = bench_live(args.work, nodes, pods, args.runs, t)
-        results.append({"nodes": nodes, "pods": pods, "runs": args.runs, "explained_node": node,
+        plans = same_plan(args.work, nodes, pods)
+        log(f"  live plan vs snapshot plan: {plans}")
+        results.append({"nodes": nodes, "pods": pods, "runs": args.runs, "explained_node": node, "plans": plans,
                         "median": {k: t.median(k) for k in t.samples},
                         "rss": {k: t.rss(k) for k in t.samples},
                         "seconds": {k: [s.seconds for s in v] for k, v in t.samples.items()}})

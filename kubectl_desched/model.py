@@ -6,8 +6,10 @@ at 150,000 pods the kubernetes client's model classes (and the raw dicts) cost m
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -146,6 +148,19 @@ class PodDisruptionBudget:
 
     def covers(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and self.selector(pod.labels)
+
+
+@contextlib.contextmanager
+def cycle_collector_paused() -> Iterator[None]:
+    """For reading a cluster: hundreds of thousands of acyclic objects, which the cycle collector would only
+    scan again and again as they pile up."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class ParseError(ValueError):

@@ -7,7 +7,6 @@ JSON is streamed (kube/jsonstream.py): each object becomes its lean model as soo
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import sys
 from collections import defaultdict
@@ -23,6 +22,7 @@ from kubectl_desched.model import (
     ParseError,
     Pod,
     PodDisruptionBudget,
+    cycle_collector_paused,
     node_from_json,
     pdb_from_json,
     pod_from_json,
@@ -147,30 +147,25 @@ def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
         into.add(rest, name)
 
 
+@cycle_collector_paused()
 def load_snapshot(paths: Iterable[str]) -> ClusterState:
     found = _Collector()
     names = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # hundreds of thousands of acyclic objects: the cycle collector would only cost time
-    try:
-        for path in paths:
-            name = "<stdin>" if path == "-" else path
-            names.append(name)
-            with _opened(path) as f:
-                try:
-                    head = f.read(4096)
-                    if head.lstrip()[:1] in ("{", "["):
-                        _read_json(f, head, name, found)
-                    else:
-                        for doc in _yaml_documents(head + _read_all(f, path), name):
-                            found.add(doc, name)
-                except UnicodeDecodeError:
-                    raise UsageError(f"{path}: not a text file") from None
-                except OSError as e:
-                    raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    for path in paths:
+        name = "<stdin>" if path == "-" else path
+        names.append(name)
+        with _opened(path) as f:
+            try:
+                head = f.read(4096)
+                if head.lstrip()[:1] in ("{", "["):
+                    _read_json(f, head, name, found)
+                else:
+                    for doc in _yaml_documents(head + _read_all(f, path), name):
+                        found.add(doc, name)
+            except UnicodeDecodeError:
+                raise UsageError(f"{path}: not a text file") from None
+            except OSError as e:
+                raise UsageError(f"cannot read {path}: {e.strerror}") from None
     if not found.nodes:
         raise UsageError(f"{', '.join(names)}: no Node objects found (use: kubectl get nodes,pods,pdb -A -o yaml)")
     return ClusterState(found.nodes, found.pods, found.pdbs, source="file " + ", ".join(names), extra=found.extra)
