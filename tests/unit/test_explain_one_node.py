@@ -52,9 +52,11 @@ def _cluster() -> ClusterState:
 
 
 def _one_node(state: ClusterState, name: str) -> ClusterState:
-    """What kube/live.py read_node reads: the node, its pods, every PDB and the extra kinds; same clock."""
-    return ClusterState([state.nodes[name]], state.all_pods_on_node(name), state.pdbs, extra=state.extra,
-                        now=state.now)
+    """What kube/live.py read_node reads: the node, its pods, their namespaces' PDBs and the extra kinds."""
+    pods = state.all_pods_on_node(name)
+    namespaces = {p.namespace for p in pods}
+    return ClusterState([state.nodes[name]], pods, [x for x in state.pdbs if x.namespace in namespaces],
+                        extra=state.extra, now=state.now)
 
 
 def _docs(policy: Policy, node: str) -> tuple[dict[str, Any], dict[str, Any]]:

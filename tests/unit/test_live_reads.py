@@ -38,7 +38,11 @@ class FakeServer:
             if not found:
                 raise ApiException(status=404, reason="Not Found")
             return json.dumps(found[0]).encode()
-        items = self.lists[path]
+        if path.startswith("/apis/policy/v1/namespaces/"):
+            ns = path.split("/")[5]
+            items = [b for b in self.lists["/apis/policy/v1/poddisruptionbudgets"] if b["metadata"]["namespace"] == ns]
+        else:
+            items = self.lists[path]
         if "fieldSelector" in q and q["fieldSelector"].startswith("spec.nodeName="):
             node = q["fieldSelector"].split("=", 1)[1]
             items = [i for i in items if i["spec"]["nodeName"] == node]
@@ -135,12 +139,19 @@ def test_the_next_page_is_asked_for_while_this_one_is_used(monkeypatch: pytest.M
     assert starts == [None, "0002", "0004", "0006"]  # each page once, whether the token was peeked or parsed
 
 
-def test_read_node_reads_one_node_and_its_pods(monkeypatch: pytest.MonkeyPatch) -> None:
-    server = FakeServer(*_objects())
+def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = _objects()
+    pods.append(b.pod("shop-1", "n1", namespace="shop"))
+    server = FakeServer(nodes, pods)
+    server.lists["/apis/policy/v1/poddisruptionbudgets"] = [
+        b.pdb("web", {"app": "web"}), b.pdb("cart", {"app": "cart"}, namespace="shop"),
+        b.pdb("other", {"app": "x"}, namespace="elsewhere")]
     monkeypatch.setattr(live, "request_raw", server)
     state = live.read_node(_conn(), "n1")
     assert state is not None and list(state.nodes) == ["n1"]
-    assert sorted(p.name for p in state.pods) == ["p1", "p4"]
-    assert "/api/v1/nodes" not in [path for path, _q in server.calls]  # no list of every node
+    assert sorted(p.name for p in state.pods) == ["p1", "p4", "shop-1"]
+    assert sorted(x.name for x in state.pdbs) == ["cart", "web"]
+    paths = [path for path, _q in server.calls]
+    assert "/api/v1/nodes" not in paths and "/apis/policy/v1/poddisruptionbudgets" not in paths  # no full lists
     assert {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"} == {"spec.nodeName=n1"}
     assert live.read_node(_conn(), "nope") is None
