@@ -77,6 +77,7 @@ class Sample:
 @dataclass
 class Timings:
     samples: dict[str, list[Sample]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not measured
 
     def add(self, name: str, s: Sample) -> None:
         self.samples.setdefault(name, []).append(s)
@@ -107,6 +108,33 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def available_memory() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# Peak RSS per pod seen at a smaller scale, to skip a command that would not fit in memory (kubectl and
+# json.load hold the whole list: at 150,000 pods kubectl get -o json would need ~25 GB).
+PER_POD: dict[str, float] = {}
+
+
+def affordable(t: Timings, name: str, pods: int) -> bool:
+    need = PER_POD.get(name, 0.0) * pods * 1.1
+    if need and need > available_memory() - (2 << 30):
+        t.skipped[name] = f"not run: needs ~{need / 2**30:.0f} GB, {available_memory() / 2**30:.0f} GB available"
+        log(f"  {name}: {t.skipped[name]}")
+        return False
+    return True
+
+
+def remember_memory(t: Timings, name: str, pods: int) -> None:
+    if name in t.samples:
+        PER_POD[name] = t.rss(name) / pods
+
+
 def snapshot_file(work: Path, nodes: int, pods: int) -> Path:
     path = work / f"snapshot-{nodes}-{pods}.json"
     if not path.exists():
@@ -135,9 +163,11 @@ def bench_snapshot(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> 
     policy = work / "lownodeutilization.yaml"
     policy.write_text(POLICY)
     load = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(path)]
+    plain = affordable(t, "json.load", pods)
     for i in range(runs):
         log(f"  snapshot run {i + 1}/{runs}")
-        t.add("json.load", measure(load))
+        if plain:
+            t.add("json.load", measure(load))
         for suffix, exe in builds():
             t.add("run --from-file" + suffix, measure([exe, "run", "--from-file", str(path), "--policy", str(policy),
                                                        "-o", "json"]))
@@ -191,9 +221,11 @@ def bench_live(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> str:
         with out.open("w") as f:
             subprocess.run([desched(), *balance], stdout=f, env=env, check=True)
         node = busiest_overutilized_node(out)
+        plain = affordable(t, "kubectl get pods", pods)
         for i in range(runs):
             log(f"  live run {i + 1}/{runs}")
-            t.add("kubectl get pods", measure(get, env))
+            if plain:
+                t.add("kubectl get pods", measure(get, env))
             for suffix, exe in builds():
                 t.add("balance" + suffix, measure([exe, *balance], env))
                 t.add("explain node" + suffix, measure([exe, "explain", "node", node], env))
@@ -204,6 +236,8 @@ def bench_live(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> str:
 
 def table(results: list[dict[str, Any]]) -> str:
     def cell(r: dict[str, Any], name: str) -> str:
+        if name in r.get("skipped", {}):
+            return r["skipped"][name]
         if name not in r["median"]:
             return "-"
         return f"{r['median'][name]:.2f} s / {r['rss'][name] / 2**20:,.0f} MB"
@@ -270,7 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             node = bench_live(args.work, nodes, pods, args.runs, t)
         plans = same_plan(args.work, nodes, pods)
         log(f"  live plan vs snapshot plan: {plans}")
+        for name in ("json.load", "kubectl get pods"):
+            remember_memory(t, name, pods)
         results.append({"nodes": nodes, "pods": pods, "runs": args.runs, "explained_node": node, "plans": plans,
+                        "skipped": t.skipped,
                         "median": {k: t.median(k) for k in t.samples},
                         "rss": {k: t.rss(k) for k in t.samples},
                         "seconds": {k: [s.seconds for s in v] for k, v in t.samples.items()}})
