@@ -284,8 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",
                     help="generated snapshots and etcd data, kept between runs")
     ap.add_argument("--results", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--exe", default=DESCHED[0], help="the kubectl-desched to measure (default: this venv's)")
     ap.add_argument("--baseline", metavar="EXE", help="another kubectl-desched to time side by side (before/after)")
     args = ap.parse_args(argv)
+    DESCHED[0] = args.exe
     if args.baseline:
         DESCHED.append(args.baseline)
     for exe in DESCHED:
