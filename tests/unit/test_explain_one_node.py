@@ -135,3 +135,16 @@ def test_filters_and_limits_across_nodes_need_the_whole_cluster(flags: list[str]
 
 def test_per_node_limit_and_plain_evictor_allow_the_quick_read() -> None:
     assert needs_whole_cluster(_policy("--max-pods-per-node", "1", "--min-replicas", "1")) is None
+
+
+def test_high_node_utilization_estimate_marks_the_pods_of_an_under_utilized_node() -> None:
+    policy = _policy("--plugin=HighNodeUtilization", "--thresholds=cpu=10")
+    full, quick = _docs(policy, "idle")
+    assert quick["estimated"] == ["HighNodeUtilization"] and quick["notEvaluated"] == []
+    assert quick["plugins"] == full["plugins"] and quick["plugins"][0]["class"] == "under-utilized"
+    f, q = _verdicts(full), _verdicts(quick)
+    assert f["light"][0] == "evict"  # packed onto another node by the full read
+    assert q["light"][0] == "maybe" and q["light"][1].startswith("HighNodeUtilization: the node is under-utilized")
+    _, busy = _docs(policy, "busy")
+    assert busy["plugins"][0]["class"] == "appropriately utilized"
+    assert "maybe" not in {v for v, _ in _verdicts(busy).values()}
