@@ -21,6 +21,7 @@ from kubectl_desched.framework.runner import Scope, considered_nodes, run
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
 from kubectl_desched.kube.live import read_cluster
 from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import (
     Painter,
@@ -142,8 +143,8 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None) ->
         conn = None
         for kind in sorted(kinds or ()):
             if kind not in state.extra:
-                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot "
-                                 f"(kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml)")
+                how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
+                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
     else:
         conn = connect(opts.kube)
         progress = _Progress()

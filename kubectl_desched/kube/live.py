@@ -122,7 +122,27 @@ EXTRA_KINDS = {
     "Namespace": "/api/v1/namespaces",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "NodeMetrics": "/apis/metrics.k8s.io/v1beta1/nodes",
+    "PodMetrics": "/apis/metrics.k8s.io/v1beta1/pods",
+    "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
 }
+
+# Kinds served by add-ons: when the API is missing, say which add-on, and stop (never fall back to requests).
+ADDON_APIS = {
+    "NodeMetrics": "the metrics API (metrics.k8s.io/v1beta1) is not available: install metrics-server",
+    "PodMetrics": "the metrics API (metrics.k8s.io/v1beta1) is not available: install metrics-server",
+    "NodeMetric": "Koordinator's NodeMetric API (slo.koordinator.sh/v1alpha1) is not served: install Koordinator",
+}
+
+
+def _read_extra(conn: Connection, kind: str) -> list[Any]:
+    try:
+        return _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind)
+    except ApiException as e:
+        # 404: group not served; 503: an aggregated API registered but its server is down.
+        if kind in ADDON_APIS and e.status in (404, 503):
+            raise DeschedError(f"{ADDON_APIS[kind]} ({e.status} on {EXTRA_KINDS[kind]})") from None
+        raise
 
 
 def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
@@ -152,7 +172,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                 raise
             warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
             pdbs = []
-        extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
+        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
