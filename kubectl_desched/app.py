@@ -29,6 +29,7 @@ from kubectl_desched.render import (
     color_enabled,
     document,
     node_rows,
+    nodes_heading,
     nodes_table,
     results_table,
 )
@@ -267,8 +268,9 @@ def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list,
     for plugin, message in plan.messages:
         click.echo(f"  {plugin}: {message}")
     click.echo("")
-    table, hidden = nodes_table(node_rows(plan, nodes), paint, all_nodes=wide)
-    click.echo(paint("Nodes (requests as % of allocatable, now -> after the evictions):", None, bold=True))
+    rows = node_rows(plan, nodes)
+    table, hidden = nodes_table(rows, paint, all_nodes=wide)
+    click.echo(paint(nodes_heading(rows), None, bold=True))
     click.echo(table)
     if hidden:
         click.echo(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")

@@ -23,6 +23,9 @@ from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_poli
 DEFAULT_BALANCE = "LowNodeUtilization"
 DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
 DEFAULT_TARGETS = "cpu=50,memory=50,pods=50"
+# LowNodeLoad balances actual load; cpu and memory only, with headroom for load spikes.
+DEFAULT_LOAD_LOW = "cpu=45,memory=55"
+DEFAULT_LOAD_HIGH = "cpu=75,memory=80"
 OUTPUTS = click.Choice(["table", "wide", "json", "yaml"])
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -71,9 +74,14 @@ policy_options = _options(
 plugin_options = _options(
     click.option("--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
     click.option("--thresholds", metavar="R=PCT,...",
-                 help=f"Low/HighNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]."),
+                 help=f"Low/HighNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]; "
+                      f"LowNodeLoad lowThresholds [default: {DEFAULT_LOAD_LOW}]."),
     click.option("--target-thresholds", metavar="R=PCT,...",
-                 help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]."),
+                 help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]; "
+                      f"LowNodeLoad highThresholds [default: {DEFAULT_LOAD_HIGH}]."),
+    click.option("--use-metrics", is_flag=True,
+                 help="LowNodeUtilization balances actual usage from metrics.k8s.io (metrics-server), "
+                      "not requests."),
     click.option("--use-deviation-thresholds", is_flag=True,
                  help="Thresholds are deviations from the average node usage."),
     click.option("--number-of-nodes", type=int, metavar="N",
@@ -184,20 +192,25 @@ def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-_PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes",
+_PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes", "use_metrics",
                  "node_eviction_limit", "plugin_args", "plugins", "max_pod_lifetime", "pod_restart_threshold")
 
 
-def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
+def _threshold_pair(kw: dict[str, Any], default_low: str, default_high: str) -> tuple[dict, dict]:
     low = _percentages("--thresholds", kw["thresholds"]) if kw.get("thresholds") else None
     high = _percentages("--target-thresholds", kw["target_thresholds"]) if kw.get("target_thresholds") else None
     # One given alone: the other defaults for the same resources.
     if low is None:
-        defaults = _percentages("--thresholds", DEFAULT_THRESHOLDS)
+        defaults = _percentages("--thresholds", default_low)
         low = {r: defaults.get(r, 20.0) for r in high} if high else defaults
     if high is None:
-        defaults = _percentages("--target-thresholds", DEFAULT_TARGETS)
+        defaults = _percentages("--target-thresholds", default_high)
         high = {r: defaults.get(r, 50.0) for r in low}
+    return low, high
+
+
+def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
+    low, high = _threshold_pair(kw, DEFAULT_THRESHOLDS, DEFAULT_TARGETS)
     args: dict[str, Any] = {"thresholds": low, "targetThresholds": high}
     if kw.get("use_deviation_thresholds"):
         args["useDeviationThresholds"] = True
@@ -205,6 +218,18 @@ def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
         args["numberOfNodes"] = kw["number_of_nodes"]
     if kw.get("node_eviction_limit") is not None:
         args["evictionLimits"] = {"node": kw["node_eviction_limit"]}
+    if kw.get("use_metrics"):
+        args["metricsUtilization"] = {"source": "KubernetesMetrics"}
+    return args
+
+
+def _lnl_args(kw: dict[str, Any]) -> dict[str, Any]:
+    low, high = _threshold_pair(kw, DEFAULT_LOAD_LOW, DEFAULT_LOAD_HIGH)
+    args: dict[str, Any] = {"lowThresholds": low, "highThresholds": high}
+    if kw.get("use_deviation_thresholds"):
+        args["useDeviationThresholds"] = True
+    if kw.get("number_of_nodes") is not None:
+        args["numberOfNodes"] = kw["number_of_nodes"]
     return args
 
 
@@ -220,6 +245,8 @@ def _flag_args(name: str, kw: dict[str, Any], given: dict[str, Any]) -> dict[str
     args: dict[str, Any] = {}
     if name == "LowNodeUtilization":
         args = _lnu_args(kw)
+    elif name == "LowNodeLoad":
+        args = _lnl_args(kw)
     elif name == "HighNodeUtilization":
         args = {"thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS)}
         if kw.get("number_of_nodes") is not None:
@@ -286,6 +313,10 @@ _FLAG_FOR_ARG = {
     ("LowNodeUtilization", "targetThresholds"): "--thresholds/--target-thresholds",
     ("LowNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("LowNodeUtilization", "evictionLimits"): "--node-eviction-limit",
+    ("LowNodeUtilization", "metricsUtilization"): "--use-metrics",
+    ("LowNodeLoad", "lowThresholds"): "--thresholds",
+    ("LowNodeLoad", "highThresholds"): "--target-thresholds",
+    ("LowNodeLoad", "numberOfNodes"): "--number-of-nodes",
     ("HighNodeUtilization", "thresholds"): "--thresholds",
     ("HighNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("PodLifeTime", "maxPodLifeTimeSeconds"): "--max-pod-lifetime",

@@ -72,19 +72,36 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]
         moving[c.pod.node_name] = moving.get(c.pod.node_name, 0) + 1
     out = []
     for n in nodes:
-        before = state.requested_before(n.name)
-        after = state.requested(n.name)
         reports = plan.node_reports.get(n.name, [])
-        out.append({
+        row: dict[str, Any] = {
             "name": n.name,
             "class": {r.plugin: r.klass for r in reports},
             "detail": {r.plugin: r.detail for r in reports},
             "schedulable": not n.unschedulable,
             "evictions": moving.get(n.name, 0),
-            "now": {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES},
-            "after": {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES},
-        })
+        }
+        measured = plan.usage_reports.get(n.name)
+        if measured is not None:
+            row["basis"] = measured.basis
+            row["now"] = {r: round(measured.now.get(r, 0.0), 2) for r in RESOURCES}
+            row["after"] = {r: round(measured.after.get(r, 0.0), 2) for r in RESOURCES}
+        else:
+            before, after = state.requested_before(n.name), state.requested(n.name)
+            row["basis"] = "requests"
+            row["now"] = {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES}
+            row["after"] = {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES}
+        out.append(row)
     return out
+
+
+def nodes_heading(rows: list[dict[str, Any]]) -> str:
+    """What the percentages are: requests, or what a plugin measured (rows marked * where both appear)."""
+    bases = sorted({r["basis"] for r in rows})
+    if bases == ["requests"] or not bases:
+        return "Nodes (requests as % of allocatable, now -> after the evictions):"
+    measured = [b for b in bases if b != "requests"]
+    text = f"Nodes ({' / '.join(measured)} as % of allocatable, now -> after the evictions"
+    return text + ("; * marks nodes shown by requests):" if "requests" in bases else "):")
 
 
 def _pct(v: float, n: Node, r: str) -> float:
@@ -102,7 +119,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             hidden += 1
             continue
         label = ",".join(classes) or "-"
-        cells = [r["name"], paint(label, _CLASS_COLOR.get(label))]
+        mixed = r["basis"] == "requests" and any(x["basis"] != "requests" for x in rows)
+        cells = [r["name"] + ("*" if mixed else ""), paint(label, _CLASS_COLOR.get(label))]
         for res in RESOURCES:
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
             cells.append(now if now == after else f"{now} -> {after}")

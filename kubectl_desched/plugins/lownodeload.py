@@ -177,6 +177,8 @@ class _NodeLoad:
     usage: dict[str, float]
     prod_usage: dict[str, float]
     pod_usage: dict[str, dict[str, float]]
+    start: dict[str, float]  # cpu, memory, pods as observed, for the nodes table
+    moved: dict[str, float] = field(default_factory=dict)  # usage of the pods planned away
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     prod_low: dict[str, float] = field(default_factory=dict)
@@ -243,6 +245,7 @@ class LowNodeLoad(BalancePlugin):
         super().__init__(args, handle)
         self.selectors = [s.selector.matcher() for s in args.pod_selectors if s.selector is not None]
         self.metrics: dict[str, NodeMetricView] = {}
+        self.observed = handle.state.now
 
     @staticmethod
     def required_kinds(args: LowNodeLoadArgs) -> set[str]:
@@ -280,6 +283,10 @@ class LowNodeLoad(BalancePlugin):
             handle.info("paused: LowNodeLoad does nothing")
             return
         self.metrics = koordinator_node_metrics(handle.state, self.name)
+        self.observed = handle.state.now
+        if handle.state.from_file:
+            # A snapshot's time is unknown: measure the age of each report from the newest one in it.
+            self.observed = max((v.update_time for v in self.metrics.values() if v.update_time), default=self.observed)
         pools = args.pools()
         asked = max(p.anomaly_condition.consecutive_abnormalities for p in pools if p.anomaly_condition)
         if asked > 1:
@@ -301,6 +308,25 @@ class LowNodeLoad(BalancePlugin):
             return
         levels = _Levels.of(pool)
         loads = self._loads(nodes, levels, pool, label)
+        now = {ld.node.name: self._percents(ld, {}) for ld in loads}
+        self._classify_and_move(loads, nodes, levels, pool, label, processed)
+        for ld in loads:
+            handle.report_usage(ld.node.name, "load from NodeMetric", now[ld.node.name],
+                                self._percents(ld, ld.moved))
+
+    @staticmethod
+    def _percents(load: _NodeLoad, minus: Mapping[str, float]) -> dict[str, float]:
+        """cpu, memory and pods as a percent of the node's allocatable, without `minus`."""
+        out = {}
+        for r in ("cpu", "memory", "pods"):
+            cap = load.allocatable.get(r, 0.0)
+            used = load.start.get(r, 0.0) - minus.get(r, 0.0)
+            out[r] = used / cap * 100.0 if cap else 0.0
+        return out
+
+    def _classify_and_move(self, loads: list[_NodeLoad], nodes: list[Node], levels: _Levels, pool: NodePool,
+                           label: str, processed: set[str]) -> None:
+        handle = self.handle
         prod_set = bool(pool.prod_low_thresholds or pool.prod_high_thresholds)
         low, high, prod_low, prod_high, both_low = [], [], [], [], []
         for load in loads:
@@ -363,7 +389,11 @@ class LowNodeLoad(BalancePlugin):
                 usage[r] = view.system.get(r, 0.0) + sum(u.get(r, 0.0) for u in view.pods.values())
                 prod_usage[r] = sum(u.get(r, 0.0) for k, u in view.pods.items() if k in prod_keys)
             usage["pods"], prod_usage["pods"] = float(len(pods)), float(len(prod_pods))
-            loads.append(_NodeLoad(n, koord.raw_allocatable(n), pods, prod_pods, usage, prod_usage, view.pods))
+            start = {r: view.system.get(r, 0.0) + sum(u.get(r, 0.0) for u in view.pods.values())
+                     for r in ("cpu", "memory")}
+            start["pods"] = float(len(pods))
+            loads.append(_NodeLoad(n, koord.raw_allocatable(n), pods, prod_pods, usage, prod_usage, view.pods,
+                                   start))
         self._set_thresholds(loads, levels, pool)
         return loads
 
@@ -372,7 +402,7 @@ class LowNodeLoad(BalancePlugin):
             return "no NodeMetric for the node"
         if not view.has_node_metric or view.update_time is None:
             return "its NodeMetric has no report yet"
-        age = (self.handle.state.now - view.update_time).total_seconds()
+        age = (self.observed - view.update_time).total_seconds()
         limit = self.args.node_metric_expiration_seconds
         if age >= limit:
             return f"its NodeMetric is {int(age)}s old (nodeMetricExpirationSeconds {limit})"
@@ -520,8 +550,11 @@ class LowNodeLoad(BalancePlugin):
             if not evictor.evict(pod, EvictOptions(self.name, self._reason(src, prod, pool))):
                 continue
             usage = src.pod_usage.get(pod.key)
+            src.moved["pods"] = src.moved.get("pods", 0.0) + 1
             if usage is None:
                 continue
+            for r in ("cpu", "memory"):
+                src.moved[r] = src.moved.get(r, 0.0) + usage.get(r, 0.0)
             for r in room:
                 delta = 1.0 if r == "pods" else usage.get(r, 0.0)
                 room[r] -= delta

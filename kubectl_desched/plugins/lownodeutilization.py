@@ -119,10 +119,21 @@ class LowNodeUtilization(BalancePlugin):
         return self.metrics.pods.get(pod.key) if self.metrics is not None else pod.requests
 
     def balance(self, nodes: list[Node]) -> None:
-        args, handle, state = self.args, self.handle, self.handle.state
+        args, handle = self.args, self.handle
         used = self._usage(nodes)
         if used is None:
             return
+        observed = {n.name: nu.percentages(used[n.name], n) for n in nodes}
+        try:
+            self._balance(nodes, used)
+        finally:
+            if args.actual_usage:
+                for n in nodes:  # the loop below takes moved pods' usage off `used`
+                    handle.report_usage(n.name, "usage from metrics.k8s.io", observed[n.name],
+                                        nu.percentages(used[n.name], n))
+
+    def _balance(self, nodes: list[Node], used: dict[str, dict[str, float]]) -> None:
+        args, handle, state = self.args, self.handle, self.handle.state
         pct = {n.name: nu.percentages(used[n.name], n) for n in nodes}
         if args.use_deviation_thresholds:
             avg = nu.average((pct[n.name] for n in nodes), self.named)
