@@ -405,7 +405,7 @@ def test_explain_node_document_and_text() -> None:
     assert rows["n1-p0"][0] == "evict" and rows["n1-p1"][0] == "evict"
     assert rows["n1-p2"] == ("keep", "LowNodeUtilization: not moved: node is back under the target thresholds")
     assert rows["done"][0] == "keep"
-    assert rows["done"][1].startswith("phase Succeeded: not counted in utilization")
+    assert rows["done"][1].startswith("phase Succeeded: already finished, no enabled plugin selects it")
     text = explain_node_text(doc)
     assert text.splitlines()[0] == "Node n1: Ready; schedulable"
     assert "LowNodeUtilization: over-utilized: cpu 100%" in text
