@@ -118,3 +118,15 @@ def test_demo_metrics_file_is_current(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "examples" / "make-demo-metrics"
     subprocess.run([sys.executable, str(script), "--out", str(out)], check=True, capture_output=True)
     assert out.read_text() == Path(METRICS).read_text()
+
+
+def test_a_koord_descheduler_configuration_runs_as_is() -> None:
+    policy = str(Path(__file__).resolve().parents[2] / "examples" / "koord-lownodeload.yaml")
+    result = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "--from-file", METRICS,
+                                      "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert {c["plugin"] for c in doc["candidates"]} == {"LowNodeLoad"}
+    assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
+    assert len(doc["candidates"]) == 5  # 93% -> 44%: under the policy's 50% cpu
+    assert any("consecutiveAbnormalities 2" in m["message"] for m in doc["messages"])
