@@ -5,6 +5,7 @@ through `required_kinds` and read them here."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,11 +37,18 @@ def require(state: ClusterState, kind: str, plugin: str) -> list[Any]:
     return state.extra[kind]
 
 
+@functools.lru_cache(maxsize=65536)
+def _value(name: str, text: str | int | float) -> float:
+    return resource_value(name, text)  # metrics repeat the same few quantities across 100k pods
+
+
 def _usage(raw: Mapping[str, Any] | None, where: str) -> dict[str, float]:
     try:
-        return {str(k): resource_value(str(k), v) for k, v in (raw or {}).items()}
+        return {str(k): _value(str(k), v) for k, v in (raw or {}).items()}
     except ValueError as e:
         raise DeschedError(f"{where}: bad quantity: {e}") from None
+    except TypeError:  # unhashable: not a quantity at all
+        raise DeschedError(f"{where}: bad quantity: {raw!r}") from None
 
 
 def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -56,14 +64,22 @@ class KubernetesMetrics:
         for obj in require(state, NODE_METRICS, plugin):
             _, name = _name(obj)
             self.nodes[name] = _usage(obj.get("usage"), f"NodeMetrics {name}")
-        self.pods: dict[str, dict[str, float]] = {}
+        # Only the pods that move need their usage: index the objects, parse on demand.
+        self._pods: dict[str, Mapping[str, Any]] = {}
         for obj in require(state, POD_METRICS, plugin):
             ns, name = _name(obj)
-            total: dict[str, float] = {}
-            for c in obj.get("containers") or ():
-                for r, v in _usage(c.get("usage"), f"PodMetrics {ns}/{name}").items():
-                    total[r] = total.get(r, 0.0) + v
-            self.pods[f"{ns}/{name}"] = total
+            self._pods[f"{ns}/{name}"] = obj
+
+    def pod(self, key: str) -> dict[str, float] | None:
+        """A pod's usage summed over its containers; None without PodMetrics."""
+        obj = self._pods.get(key)
+        if obj is None:
+            return None
+        total: dict[str, float] = {}
+        for c in obj.get("containers") or ():
+            for r, v in _usage(c.get("usage"), f"PodMetrics {key}").items():
+                total[r] = total.get(r, 0.0) + v
+        return total
 
 
 @dataclass

@@ -8,6 +8,7 @@ counts as abnormal (as with consecutiveAbnormalities 1), and the run says so whe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -384,14 +385,18 @@ class LowNodeLoad(BalancePlugin):
             pods = state.pods_on_node(n.name)
             prod_pods = [p for p in pods if koord.is_prod(p)]
             prod_keys = {p.key for p in prod_pods}
-            usage, prod_usage = {}, {}
-            for r in levels.resources:
-                usage[r] = view.system.get(r, 0.0) + sum(u.get(r, 0.0) for u in view.pods.values())
-                prod_usage[r] = sum(u.get(r, 0.0) for k, u in view.pods.items() if k in prod_keys)
+            total = dict(view.system)
+            prod_total: dict[str, float] = {}
+            for k, u in view.pods.items():
+                for r, v in u.items():
+                    total[r] = total.get(r, 0.0) + v
+                if k in prod_keys:
+                    for r, v in u.items():
+                        prod_total[r] = prod_total.get(r, 0.0) + v
+            usage = {r: total.get(r, 0.0) for r in levels.resources}
+            prod_usage = {r: prod_total.get(r, 0.0) for r in levels.resources}
             usage["pods"], prod_usage["pods"] = float(len(pods)), float(len(prod_pods))
-            start = {r: view.system.get(r, 0.0) + sum(u.get(r, 0.0) for u in view.pods.values())
-                     for r in ("cpu", "memory")}
-            start["pods"] = float(len(pods))
+            start = {"cpu": total.get("cpu", 0.0), "memory": total.get("memory", 0.0), "pods": float(len(pods))}
             loads.append(_NodeLoad(n, koord.raw_allocatable(n), pods, prod_pods, usage, prod_usage, view.pods,
                                    start))
         self._set_thresholds(loads, levels, pool)
@@ -489,11 +494,13 @@ class LowNodeLoad(BalancePlugin):
                     handle.note(pod, "not moved: no node is under the low thresholds to take it")
             return
         weights = pool.resource_weights or {}
+        resources = [r for r in targets[0].ceiling(prod) if r in targets[0].used(prod)]
+        space = _FirstFit([{r: d.ceiling(prod)[r] - d.used(prod)[r] for r in resources} for d in targets], resources)
         for src in sources:
             removable = []
             for pod in src.prod_pods if prod else src.pods:
-                why = self._pod_filter(pod) or (self._no_destination(pod, src, targets, prod) if self.args.node_fit
-                                                else None)
+                why = self._pod_filter(pod) or (self._no_destination(pod, src, targets, space, prod)
+                                                if self.args.node_fit else None)
                 if why:
                     handle.note(pod, f"not moved: {why}")
                 else:
@@ -501,23 +508,21 @@ class LowNodeLoad(BalancePlugin):
             removable.sort(key=self._order(src, prod, weights))
             self._evict(removable, src, room, prod, pool)
 
-    def _no_destination(self, pod: Pod, src: _NodeLoad, targets: list[_NodeLoad], prod: bool) -> str | None:
+    def _no_destination(self, pod: Pod, src: _NodeLoad, targets: list[_NodeLoad], space: _FirstFit,
+                        prod: bool) -> str | None:
         """None when some destination fits the pod and stays under its high thresholds with the pod's usage
-        added; like Koordinator, that usage then stays counted on that destination."""
+        added; like Koordinator, that usage then stays counted on the first such destination."""
         usage = src.pod_usage.get(pod.key)
         if usage is None:
             return "its usage is not in the node's NodeMetric"
-        for dest in targets:
-            if not self._fits(pod, dest.node):
-                continue
-            used, ceiling = dest.used(prod), dest.ceiling(prod)
-            if any(used.get(r, 0.0) + usage.get(r, 0.0) > t for r, t in ceiling.items() if r in used):
-                continue
-            for r in ceiling:
-                if r in used:
-                    used[r] += usage.get(r, 0.0)
-            return None
-        return "no node under the low thresholds fits it with room under its high thresholds"
+        i = space.first(usage, lambda i: self._fits(pod, targets[i].node))
+        if i is None:
+            return "no node under the low thresholds fits it with room under its high thresholds"
+        used = targets[i].used(prod)
+        for r in space.resources:
+            used[r] += usage.get(r, 0.0)
+        space.take(i, usage)
+        return None
 
     @staticmethod
     def _order(src: _NodeLoad, prod: bool, weights: Mapping[str, int]) -> Callable[[Pod], tuple]:
@@ -579,3 +584,47 @@ class LowNodeLoad(BalancePlugin):
         where = f" (pool {pool.name})" if pool.name != DEFAULT_POOL else ""
         return f"node {kind} above high threshold{where}: " + ", ".join(parts)
 
+
+class _FirstFit:
+    """The destinations in order with their room (high threshold minus usage) per resource. Finds the first
+    destination with room for a pod's usage that also passes a fit check, pruning whole ranges whose largest
+    room is too small: Koordinator scans every destination for every pod, which is quadratic at scale."""
+
+    def __init__(self, rooms: list[dict[str, float]], resources: list[str]) -> None:
+        self.resources = resources
+        size = 1
+        while size < len(rooms):
+            size *= 2
+        self.size = size
+        self.tree = {r: [-math.inf] * (2 * size) for r in resources}
+        for r, t in self.tree.items():
+            for i, room in enumerate(rooms):
+                t[size + i] = room[r]
+            for i in range(size - 1, 0, -1):
+                t[i] = max(t[2 * i], t[2 * i + 1])
+
+    def first(self, need: Mapping[str, float], accept: Callable[[int], bool]) -> int | None:
+        wants = [(self.tree[r], need.get(r, 0.0)) for r in self.resources]
+        stack = [1]
+        while stack:
+            node = stack.pop()
+            if not all(t[node] >= want for t, want in wants):  # some resource has no room anywhere below
+                continue
+            if node >= self.size:
+                if accept(node - self.size):
+                    return node - self.size
+                continue
+            stack.append(2 * node + 1)
+            stack.append(2 * node)
+        return None
+
+    def take(self, index: int, usage: Mapping[str, float]) -> None:
+        for r, t in self.tree.items():
+            if not usage.get(r):
+                continue
+            node = self.size + index
+            t[node] -= usage.get(r, 0.0)
+            node //= 2
+            while node:
+                t[node] = max(t[2 * node], t[2 * node + 1])
+                node //= 2

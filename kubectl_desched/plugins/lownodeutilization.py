@@ -116,7 +116,7 @@ class LowNodeUtilization(BalancePlugin):
                          "pods": state.requested(n.name)["pods"]} for n in nodes}
 
     def _pod_usage(self, pod: Pod) -> dict[str, float] | None:
-        return self.metrics.pods.get(pod.key) if self.metrics is not None else pod.requests
+        return self.metrics.pod(pod.key) if self.metrics is not None else pod.requests
 
     def balance(self, nodes: list[Node]) -> None:
         args, handle = self.args, self.handle

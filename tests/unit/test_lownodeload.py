@@ -457,3 +457,25 @@ def test_pods_closest_to_the_excess_go_first() -> None:
              b.pod("rest", "n1", "800m", owner="DaemonSet"), b.pod("p9", "n2", "100m")]
     plan = plan_for(objs, {"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 50}})
     assert evicted(plan) == ["exact"]
+
+
+def test_first_fit_finds_what_a_scan_of_every_destination_finds() -> None:
+    """The pruned search must pick the same destination as Koordinator's scan, reservations included."""
+    import random
+
+    from kubectl_desched.plugins.lownodeload import _FirstFit
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        rooms = [{"cpu": float(rng.randint(-200, 2000)), "memory": float(rng.randint(0, 5000))} for _ in range(n)]
+        refused = {i for i in range(n) if rng.random() < 0.2}  # the fit check says no
+        tree, scan = _FirstFit([dict(r) for r in rooms], ["cpu", "memory"]), [dict(r) for r in rooms]
+        for _ in range(30):
+            need = {"cpu": float(rng.randint(0, 600)), "memory": float(rng.randint(0, 1500))}
+            want = next((i for i in range(n) if i not in refused and all(need[r] <= scan[i][r] for r in need)), None)
+            got = tree.first(need, lambda i, no=refused: i not in no)
+            assert got == want
+            if got is not None:
+                tree.take(got, need)
+                for r in need:
+                    scan[got][r] -= need[r]
