@@ -14,7 +14,8 @@ import yaml
 from kubectl_desched import __version__
 from kubectl_desched.confirm import NotConfirmed, choose
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, EvictionResult
+from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, run

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from kubectl_desched.evictors.eviction_api import EvictionResult
+from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.nodeutilization import fmt_pct

@@ -4,27 +4,16 @@ and a UID precondition makes sure a pod recreated under the same name is never e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.kube.live import api_message, describe_api_error, request_json
 
 REQUESTER = "kubectl-desched"
-
-
-@dataclass
-class EvictionResult:
-    candidate: Candidate
-    outcome: str  # evicted, would evict, blocked, gone, changed, forbidden, failed
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome in ("evicted", "would evict", "gone")
 
 
 def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | None) -> dict:
