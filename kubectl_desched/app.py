@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import click
 import yaml
+from tabulate import tabulate
 
 from kubectl_desched import __version__
 from kubectl_desched.confirm import NotConfirmed, choose
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
+from kubectl_desched.evictors.migration import (
+    SUMMARY_HEADERS,
+    MigrationEvictor,
+    job_doc,
+    phase_line,
+    profile_settings,
+    summary_rows,
+)
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, run
@@ -60,6 +70,11 @@ class Options:
     yes: bool = False
     dry_run: str = "none"
     grace_period: int | None = None
+    evictor: str = "eviction"  # or "migration": Koordinator PodMigrationJobs
+    migration_mode: str | None = None
+    migration_ttl: float | None = None
+    wait: bool = True
+    timeout: float | None = None
 
 
 @dataclass
@@ -212,9 +227,14 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
         click.echo(f"error: {e}", err=True)
 
     results: list[EvictionResult] | None = None
+    migration: MigrationEvictor | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
+        migration = _migration_evictor(opts, policy, loaded.conn, mode, structured) \
+            if opts.evictor == "migration" else None
+        if migration is not None:
+            _require(migration.preflight(plan.candidates))
         try:
             chosen = plan.candidates if opts.yes else choose(plan.candidates)
         except NotConfirmed as e:
@@ -222,21 +242,68 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
                 _emit(document(plan, nodes, _meta(policy, loaded, mode)), opts.output)
             click.echo(str(e), err=True)
             return EXIT_NOT_CONFIRMED
-        evictor = EvictionApiEvictor(loaded.conn, server_dry_run=mode == "dry-run=server",
-                                     grace_period=opts.grace_period)
-        results = evictor.evict_all(chosen, on_result=None if structured else _live_line(paint))
-        if not structured:
-            click.echo("")
-            click.echo(results_table(results, paint))
+        if migration is not None:
+            results, interrupted = _migrate(migration, chosen, None if structured else _live_line(paint))
+            if not structured:
+                click.echo("")
+                click.echo(tabulate(summary_rows(results, migration.tracks), headers=SUMMARY_HEADERS,
+                                    tablefmt="plain"))
+        else:
+            evictor = EvictionApiEvictor(loaded.conn, server_dry_run=mode == "dry-run=server",
+                                         grace_period=opts.grace_period)
+            results = evictor.evict_all(chosen, on_result=None if structured else _live_line(paint))
+            if not structured:
+                click.echo("")
+                click.echo(results_table(results, paint))
         failed = [r for r in results if not r.ok]
         if failed:
             code = 1
+        if migration is not None and interrupted:
+            code = 130
         click.echo(_summary(results), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
-        _emit(document(plan, nodes, _meta(policy, loaded, mode), results), opts.output)
+        doc = document(plan, nodes, _meta(policy, loaded, mode), results)
+        if migration is not None:
+            tracks = migration.tracks
+            doc["podMigrationJobs"] = [job_doc(tracks[id(r.candidate)], r) for r in results or []
+                                       if id(r.candidate) in tracks]
+        _emit(doc, opts.output)
     return code
+
+
+def _migration_evictor(opts: Options, policy: Policy, conn: Connection, mode: str, structured: bool
+                       ) -> MigrationEvictor:
+    settings = profile_settings(policy.profiles, opts.migration_mode, opts.migration_ttl, opts.grace_period)
+    show = None if structured else (lambda track: click.echo(phase_line(track), err=True))
+    return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=opts.wait,
+                            timeout=opts.timeout, on_phase=show)
+
+
+def _require(missing: list[str]) -> None:
+    if missing:
+        raise DeschedError(f"missing permission: you may not {'; '.join(missing)} (nothing was evicted)")
+
+
+def _migrate(evictor: MigrationEvictor, chosen: list, on_result: Callable[[EvictionResult], None] | None
+             ) -> tuple[list[EvictionResult], bool]:
+    """Create the jobs one by one, then follow them. Ctrl-C stops creating; jobs already created stay with
+    Koordinator and the summary says where each one was."""
+    stop = threading.Event()
+    results = []
+    for c in chosen:
+        try:
+            r = evictor.evict(c, stop)
+        except KeyboardInterrupt:
+            stop.set()
+            r = EvictionResult(c, "unknown", "interrupted while its PodMigrationJob was being created: "
+                               "see kubectl get podmigrationjobs", finished=now())
+        results.append(r)
+        if on_result and r.outcome != "created":  # created jobs get their own phase lines
+            on_result(r)
+    results = evictor.settle(results, stop)
+    return results, stop.is_set()
 
 
 def _live_line(paint: Painter) -> Callable[[EvictionResult], None]:

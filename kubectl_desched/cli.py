@@ -18,6 +18,7 @@ from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
+from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
 
 DEFAULT_BALANCE = "LowNodeUtilization"
@@ -114,6 +115,21 @@ act_options = _options(
     click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
 )
 
+evictor_options = _options(
+    click.option("--evictor", type=click.Choice(["eviction", "migration"]), default="eviction", show_default=True,
+                 help="eviction: the Eviction API; migration: create Koordinator PodMigrationJobs."),
+    click.option("--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
+                 help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, "
+                      "else ReservationFirst]."),
+    click.option("--migration-ttl", metavar="DURATION",
+                 help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, "
+                      "else 5m]."),
+    click.option("--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
+    click.option("--timeout", metavar="DURATION",
+                 help="How long to wait for the PodMigrationJobs to end [default: their TTL plus 1m; 30m "
+                      "without a TTL]."),
+)
+
 
 def _percentages(flag: str, text: str) -> dict[str, float]:
     out = {}
@@ -161,7 +177,24 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
         grace_period=kw.get("grace_period"),
+        **_evictor_options(kw),
     )
+
+
+def _evictor_options(kw: dict[str, Any]) -> dict[str, Any]:
+    migration = kw.get("evictor") == "migration"
+    for flag in ("migration_mode", "migration_ttl", "no_wait"):
+        if kw.get(flag) and not migration:
+            raise UsageError(f"--{flag.replace('_', '-')} only applies with --evictor migration")
+    ttl = kw.get("migration_ttl")
+    timeout = kw.get("timeout")
+    return {
+        "evictor": kw.get("evictor") or "eviction",
+        "migration_mode": kw.get("migration_mode"),
+        "migration_ttl": None if ttl is None else parse_duration(ttl, "--migration-ttl"),
+        "wait": not kw.get("no_wait"),
+        "timeout": None if timeout is None else parse_duration(timeout, "--timeout"),
+    }
 
 
 def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
@@ -337,6 +370,7 @@ def cli() -> None:
 @plugin_options
 @limit_options
 @act_options
+@evictor_options
 def balance(**kw: Any) -> None:
     """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -352,6 +386,7 @@ def balance(**kw: Any) -> None:
 @deschedule_options
 @limit_options
 @act_options
+@evictor_options
 def deschedule(**kw: Any) -> None:
     """Run Deschedule plugins (all in-tree ones unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -367,6 +402,7 @@ def deschedule(**kw: Any) -> None:
 @policy_options
 @limit_options
 @act_options
+@evictor_options
 def run_policy(**kw: Any) -> None:
     """Run a whole policy once: every profile's Deschedule plugins, then its Balance plugins."""
     if not kw.get("policy_file"):
