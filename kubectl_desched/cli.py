@@ -112,6 +112,17 @@ act_options = _options(
                  flag_value="client", show_default=True,
                  help="client: plan only; server: send the evictions with dryRun=All."),
     click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
+    click.option("--max-in-flight", type=int, default=1, show_default=True, metavar="N",
+                 help="Evictions sent at the same time."),
+    click.option("--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
+    click.option("--wait-ready", is_flag=True,
+                 help="Before evicting another pod of the same Deployment/ReplicaSet/StatefulSet, wait until it "
+                      "is back to its ready replica count."),
+    click.option("--timeout", default="5m", show_default=True, metavar="DURATION",
+                 help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready."),
+    click.option("--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
+    click.option("--record-events", is_flag=True,
+                 help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
 )
 
 
@@ -161,7 +172,19 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
         grace_period=kw.get("grace_period"),
+        **_act_options(kw),
     )
+
+
+def _act_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """The pacing and record flags; the explain commands have none of them."""
+    if "max_in_flight" not in kw:
+        return {}
+    if kw["max_in_flight"] < 1:
+        raise UsageError("--max-in-flight: must be at least 1")
+    return {"max_in_flight": kw["max_in_flight"], "interval": parse_duration(kw["interval"], "--interval"),
+            "wait_ready": bool(kw["wait_ready"]), "timeout": parse_duration(kw["timeout"], "--timeout"),
+            "report": kw.get("report"), "record_events": bool(kw["record_events"])}
 
 
 def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
