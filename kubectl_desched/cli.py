@@ -22,6 +22,7 @@ from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
 
 DEFAULT_BALANCE = "LowNodeUtilization"
+DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
 DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
 DEFAULT_TARGETS = "cpu=50,memory=50,pods=50"
 OUTPUTS = click.Choice(["table", "wide", "json", "yaml"])
@@ -113,6 +114,19 @@ act_options = _options(
                  flag_value="client", show_default=True,
                  help="client: plan only; server: send the evictions with dryRun=All."),
     click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
+    click.option("--max-in-flight", type=int, default=1, show_default=True, metavar="N",
+                 help="Evictions sent at the same time."),
+    click.option("--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
+    click.option("--wait-ready", is_flag=True,
+                 help="Before evicting another pod of the same Deployment/ReplicaSet/StatefulSet, wait until it "
+                      "is back to its ready replica count."),
+    click.option("--timeout", metavar="DURATION",
+                 help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready "
+                      "[default: 5m]; with --evictor migration, how long to wait for the PodMigrationJobs to end "
+                      "[default: their TTL plus 1m; 30m without a TTL]."),
+    click.option("--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
+    click.option("--record-events", is_flag=True,
+                 help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
 )
 
 evictor_options = _options(
@@ -125,9 +139,6 @@ evictor_options = _options(
                  help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, "
                       "else 5m]."),
     click.option("--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
-    click.option("--timeout", metavar="DURATION",
-                 help="How long to wait for the PodMigrationJobs to end [default: their TTL plus 1m; 30m "
-                      "without a TTL]."),
 )
 
 
@@ -177,15 +188,36 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
         grace_period=kw.get("grace_period"),
+        **_act_options(kw),
         **_evictor_options(kw),
     )
 
 
+def _act_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """The pacing and record flags; the explain commands have none of them."""
+    if "max_in_flight" not in kw:
+        return {}
+    if kw["max_in_flight"] < 1:
+        raise UsageError("--max-in-flight: must be at least 1")
+    timeout = parse_duration(kw["timeout"], "--timeout") if kw.get("timeout") else DEFAULT_TIMEOUT
+    return {"max_in_flight": kw["max_in_flight"], "interval": parse_duration(kw["interval"], "--interval"),
+            "wait_ready": bool(kw["wait_ready"]), "timeout": timeout,
+            "report": kw.get("report"), "record_events": bool(kw["record_events"])}
+
+
 def _evictor_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """--evictor and the PodMigrationJob flags; the explain commands have none of them."""
+    if "evictor" not in kw:
+        return {}
     migration = kw.get("evictor") == "migration"
     for flag in ("migration_mode", "migration_ttl", "no_wait"):
         if kw.get(flag) and not migration:
             raise UsageError(f"--{flag.replace('_', '-')} only applies with --evictor migration")
+    # Koordinator's controller evicts later, paces per workload (maxUnavailablePerWorkload) and records its own events.
+    for flag in ("wait_ready", "record_events"):
+        if kw.get(flag) and migration:
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply with --evictor migration: Koordinator's "
+                             "migration controller paces the evictions and records their events")
     ttl = kw.get("migration_ttl")
     timeout = kw.get("timeout")
     return {
@@ -193,7 +225,8 @@ def _evictor_options(kw: dict[str, Any]) -> dict[str, Any]:
         "migration_mode": kw.get("migration_mode"),
         "migration_ttl": None if ttl is None else parse_duration(ttl, "--migration-ttl"),
         "wait": not kw.get("no_wait"),
-        "timeout": None if timeout is None else parse_duration(timeout, "--timeout"),
+        # Unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
+        "migration_timeout": None if timeout is None else parse_duration(timeout, "--timeout"),
     }
 
 

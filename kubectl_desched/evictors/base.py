@@ -24,7 +24,8 @@ OK_OUTCOMES = frozenset({
 })
 
 # Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
-DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded"})
+DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded",
+                                 "timed out", "unfinished"})  # a PodMigrationJob still running may yet evict
 
 
 def now() -> datetime:

@@ -17,6 +17,7 @@ from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
+from tabulate import tabulate
 
 from kubectl_desched.durations import format_duration
 from kubectl_desched.errors import DeschedError
@@ -185,8 +186,8 @@ def final_outcome(t: JobTrack, interrupted: bool) -> tuple[str, str]:
         return "deleted", f"PodMigrationJob {t.name} was deleted while {t.phase}"
     if t.phase in FINAL_PHASES:
         return _PHASE_OUTCOME[t.phase], f"PodMigrationJob {t.name} {t.phase}" + (f" ({detail})" if detail else "")
-    if interrupted:
-        return "interrupted", f"PodMigrationJob {t.name} still {t.phase} when interrupted; Koordinator carries on"
+    if interrupted:  # not "interrupted": that word means nothing was sent for the pod
+        return "unfinished", f"PodMigrationJob {t.name} still {t.phase} when interrupted; Koordinator carries on"
     return "timed out", f"PodMigrationJob {t.name} still {t.phase} at the timeout; Koordinator carries on"
 
 
@@ -206,8 +207,8 @@ def summary_rows(results: Sequence[EvictionResult], tracks: Mapping[int, JobTrac
             rows.append([p.namespace, p.name, "-", "-", r.outcome, r.message, "-"])
             continue
         phase = "Deleted" if t.deleted else t.phase
-        if r.outcome in ("timed out", "interrupted"):
-            phase += f" ({r.outcome})"
+        if r.outcome in _UNFINISHED_LABEL:
+            phase += f" ({_UNFINISHED_LABEL[r.outcome]})"
         rows.append([p.namespace, p.name, t.name, phase, t.reason, t.message, duration_text(t.created, r.finished)])
     return rows
 
@@ -221,7 +222,12 @@ def job_doc(t: JobTrack, r: EvictionResult) -> dict[str, Any]:
             "duration": duration_text(t.created, r.finished)}
 
 
+_UNFINISHED_LABEL = {"timed out": "timed out", "unfinished": "interrupted"}
 SUMMARY_HEADERS = ["NAMESPACE", "POD", "JOB", "PHASE", "REASON", "MESSAGE", "DURATION"]
+
+
+def summary_table(results: Sequence[EvictionResult], tracks: Mapping[int, JobTrack]) -> str:
+    return tabulate(summary_rows(results, tracks), headers=SUMMARY_HEADERS, tablefmt="plain")
 
 
 def require_served(conn: Connection) -> None:
@@ -316,7 +322,7 @@ class MigrationEvictor:
         if self.server_dry_run:
             return EvictionResult(c, "would create", f"server dry run accepted PodMigrationJob {name} "
                                   f"({settings.mode}, ttl {settings.ttl})", started, now(), attempts=1)
-        self._register(JobTrack(c, name, settings, started), job)
+        self._register(JobTrack(c, name, settings, now()), job)
         return EvictionResult(c, "created", f"PodMigrationJob {name} created ({settings.mode}, ttl {settings.ttl})",
                               started, now(), attempts=1)
 

@@ -17,6 +17,10 @@ from kubectl_desched.kube.live import describe_api_error, request_json
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
+class AccessCheckUnavailable(DeschedError):
+    """The server does not answer access reviews (not served, or forbidden to this user)."""
+
+
 @dataclass(frozen=True)
 class Permission:
     verb: str
@@ -57,7 +61,13 @@ def missing_permissions(conn: Connection, needed: Iterable[Permission], namespac
             wide = dict(zip(needed, pool.map(lambda p: allowed(conn, p), needed), strict=True))
             narrow = [p.in_namespace(ns) for p in needed if not wide[p] for ns in namespaces]
             verdicts = dict(zip(narrow, pool.map(lambda p: allowed(conn, p), narrow), strict=True))
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+    except ApiException as e:
+        if e.status in (403, 404):
+            raise AccessCheckUnavailable(f"cannot check permissions: SelfSubjectAccessReview answered {e.status}") \
+                from None
+        raise DeschedError(str(describe_api_error(e, "checking permissions (SelfSubjectAccessReview)",
+                                                  conn.server))) from None
+    except (urllib3.exceptions.HTTPError, OSError) as e:
         raise DeschedError(str(describe_api_error(e, "checking permissions (SelfSubjectAccessReview)",
                                                   conn.server))) from None
     denied: dict[Permission, list[str]] = {p: [] for p in needed if not wide[p] and not namespaces}

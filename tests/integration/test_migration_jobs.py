@@ -4,13 +4,18 @@ through their phases), --no-wait, --timeout, server dry run, duplicate jobs, RBA
 
 from __future__ import annotations
 
+import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from desched import as_json, desched
+from desched import as_json, desched, desched_env
 from koordinator import (
     FORBIDDEN,
     STAY_RUNNING,
@@ -191,6 +196,34 @@ def test_timeout_leaves_a_running_job_and_fails(cluster: Any, namespace: str, cr
     assert jobs["app-1"]["status"]["phase"] == "Running"  # left to Koordinator, not deleted
 
 
+def test_ctrl_c_while_waiting_leaves_the_jobs_and_reports(cluster: Any, namespace: str, crd: None,
+                                                          tmp_path: Path) -> None:
+    scope = _imbalance(cluster, namespace)
+    report = tmp_path / "run.json"
+    proc = subprocess.Popen([sys.executable, "-m", "kubectl_desched", *scope, "--yes", "--evictor", "migration",
+                             "--report", str(report)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=desched_env(cluster.kubeconfig_for()))
+    try:
+        deadline = time.monotonic() + 60
+        while len(list_jobs(cluster, namespace)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # waiting now: no controller moves the jobs
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted: 3 evicted or possibly evicted, 0 not. 3 confirmed: 3 unfinished" in err
+    assert "Traceback" not in err
+    rows = [line.split() for line in out.splitlines() if line.startswith(namespace)][-3:]
+    assert [r[3:5] for r in rows] == [["Pending", "(interrupted)"]] * 3
+    assert len(list_jobs(cluster, namespace)) == 3  # left to Koordinator
+    doc = json.loads(report.read_text())
+    assert doc["evictor"] == "migration"
+    assert [e["result"] for e in doc["evictions"]] == ["unfinished"] * 3
+    assert all("still Pending when interrupted" in e["message"] for e in doc["evictions"])
+
+
 def test_server_dry_run_creates_nothing(cluster: Any, namespace: str, crd: None) -> None:
     scope = _imbalance(cluster, namespace)
     proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration", "--dry-run=server",
@@ -247,12 +280,12 @@ def test_missing_rbac_is_named_before_anything_is_created(cluster: Any, namespac
         assert proc.returncode == 1
         assert proc.stderr.count("\n") == 1, proc.stderr
         pmj = "podmigrationjobs.scheduling.koordinator.sh"
-        assert proc.stderr == (f"error: missing permission: you may not create {pmj}; list {pmj}; watch {pmj} "
-                               "(nothing was evicted)\n")
+        assert proc.stderr == (f"error: not allowed to create {pmj}; list {pmj}; watch {pmj} "
+                               "(checked before asking: nothing was evicted)\n")
         grant([{"apiGroups": ["scheduling.koordinator.sh"], "resources": ["podmigrationjobs"],
                 "verbs": ["create", "list"]}])
         waiting = desched(limited, *scope, "--yes", "--evictor", "migration")
-        assert waiting.returncode == 1 and f"you may not watch {pmj} (nothing" in waiting.stderr
+        assert waiting.returncode == 1 and f"not allowed to watch {pmj} (checked" in waiting.stderr
         assert list_jobs(cluster, namespace) == []
         no_wait = desched(limited, *scope, "--yes", "--evictor", "migration", "--no-wait")
         assert no_wait.returncode == 0, no_wait.stderr  # --no-wait needs no watch

@@ -145,7 +145,7 @@ def test_a_track_records_each_change_once_and_when_it_ended() -> None:
     ("Failed", "Timeout", False, "failed", "PodMigrationJob j Failed (Timeout: m)"),
     ("Aborted", "", False, "aborted", "PodMigrationJob j Aborted (m)"),
     ("Running", "", False, "timed out", "PodMigrationJob j still Running at the timeout; Koordinator carries on"),
-    ("Pending", "", True, "interrupted", "PodMigrationJob j still Pending when interrupted; Koordinator carries on"),
+    ("Pending", "", True, "unfinished", "PodMigrationJob j still Pending when interrupted; Koordinator carries on"),
 ])
 def test_final_outcomes(phase: str, reason: str, interrupted: bool, outcome: str, message: str) -> None:
     t = JobTrack(_candidate(), "j", JobSettings(), T0, phase=phase, reason=reason, message="m")
@@ -222,3 +222,9 @@ def test_migration_flags_need_the_migration_evictor(flag: list[str]) -> None:
 def test_bad_migration_mode_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["balance", "--evictor", "migration", "--migration-mode", "Fast"])
     assert result.exit_code == 2 and "'Fast' is not one of 'ReservationFirst', 'EvictDirectly'" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--wait-ready", "--record-events"])
+def test_eviction_pacing_flags_do_not_combine_with_the_migration_evictor(flag: str) -> None:
+    result = CliRunner().invoke(cli, ["balance", "--evictor", "migration", flag], standalone_mode=False)
+    assert f"{flag} does not apply with --evictor migration" in str(result.exception)
