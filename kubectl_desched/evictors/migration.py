@@ -492,8 +492,8 @@ class _Follower(threading.Thread):
             self.listed.set()
             try:
                 self._watch((doc.get("metadata") or {}).get("resourceVersion", ""))
-            except Exception:  # a broken watch only means: list again
-                self.stopped.wait(0.2)
+            except Exception:  # a broken or refused watch only means: list again, a second later
+                self.stopped.wait(1.0)
 
     def _watch(self, version: str) -> None:
         api, conn = self.evictor.conn.api, self.evictor.conn
@@ -507,7 +507,9 @@ class _Follower(threading.Thread):
         resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                             _request_timeout=conn.timeout)
         self._response = resp.response
-        if self.stopped.is_set() or resp.status != 200:
+        if resp.status != 200:
+            raise ApiException(http_resp=resp)
+        if self.stopped.is_set():
             return
         buffer = b""
         for chunk in self._response.stream(4096, decode_content=True):

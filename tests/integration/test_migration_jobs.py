@@ -187,7 +187,7 @@ def test_timeout_leaves_a_running_job_and_fails(cluster: Any, namespace: str, cr
     scope = _imbalance(cluster, namespace)
     scripts = {"app-0": SUCCEED, "app-1": STAY_RUNNING, "app-2": SUCCEED}
     with FakeMigrationController(cluster, namespace, scripts, step_seconds=0.2):
-        proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration", "--timeout", "4s")
+        proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration", "--timeout", "6s")
     assert proc.returncode == 1, proc.stderr
     row = [line for line in proc.stdout.splitlines() if line.split()[1:2] == ["app-1"]][-1]
     assert "Running (timed out)" in row and "WaitForBoundPodReady" in row
