@@ -48,6 +48,9 @@ class Backoff:
         return full * (0.5 + 0.5 * rand())
 
 
+UNSURE_BACKOFF = Backoff(initial=0.25, cap=2.0)  # a 5xx or a cut connection is usually over in a moment
+
+
 def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | None) -> dict:
     delete_options: dict = {}
     if c.pod.uid:
@@ -87,13 +90,15 @@ class EvictionApiEvictor:
     name = "eviction-api"
 
     def __init__(self, conn: Connection, *, server_dry_run: bool = False, grace_period: int | None = None,
-                 timeout: float = 300.0, backoff: Backoff = Backoff(), progress: Progress | None = None,
+                 timeout: float = 300.0, backoff: Backoff = Backoff(), unsure_backoff: Backoff = UNSURE_BACKOFF,
+                 progress: Progress | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.conn = conn
         self.server_dry_run = server_dry_run
         self.grace_period = grace_period
         self.timeout = timeout  # how long to keep retrying one pod (429 from a budget, lost answers)
-        self.backoff = backoff
+        self.backoff = backoff  # between retries a budget refused (429)
+        self.unsure_backoff = unsure_backoff  # before re-reading after a lost or failed answer
         self.progress = progress or (lambda _c, _m: None)
         self.clock = clock
         given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
@@ -165,7 +170,7 @@ class EvictionApiEvictor:
             # The answer is lost or an error the server may have hit after applying it: look before resending.
             unsure_sends += 1
             last = error
-            stop.wait(self.backoff.delay(unsure_sends - 1))
+            stop.wait(self.unsure_backoff.delay(unsure_sends - 1))
             try:
                 verdict = pod_changed(c, self.read_pod(c))
             except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
@@ -181,6 +186,8 @@ class EvictionApiEvictor:
         return eviction_body(c, server_dry_run=self.server_dry_run, grace_period=self.grace_period)
 
     def _describe(self, e: Exception, what: str) -> str:
+        if isinstance(e, urllib3.exceptions.ProtocolError):
+            return "the connection was closed before an answer came"
         text = str(describe_api_error(e, what, self.conn.server))
         return text.removeprefix(f"{what}: ")
 
