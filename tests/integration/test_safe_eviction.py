@@ -78,7 +78,7 @@ EVICT = [{"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]
 
 # ---------------------------------------------------------------- RBAC preflight
 
-def test_preflight_names_what_is_missing_before_asking(cluster: Any, namespace: str) -> None:
+def test_preflight_names_what_is_missing_before_asking(cluster: Any, namespace: str, tmp_path: Path) -> None:
     args = tainted(cluster, namespace, ["web-0", "web-1"])
     other = f"{namespace}-b"
     cluster.create_namespace(other)
@@ -88,10 +88,15 @@ def test_preflight_names_what_is_missing_before_asking(cluster: Any, namespace: 
     cleanups = [rbac(cluster, f"read-{namespace}", READ), rbac(cluster, "evict", EVICT, namespace=namespace)]
     try:
         # No --yes and no terminal: it would stop at the prompt with exit 3; the preflight comes first.
-        refused = desched(limited, *args)
+        report = tmp_path / "refused.json"
+        refused = desched(limited, *args, "--report", str(report))
         assert refused.returncode == 1, refused.stderr
         assert refused.stderr == (f"error: not allowed to create pods/eviction in namespace {other} "
                                   "(checked before asking: nothing was evicted)\n")
+        doc = report_of(report)  # written on failure too
+        assert doc["preflight"]["missing"] == [f"create pods/eviction in namespace {other}"]
+        assert doc["error"].startswith("not allowed to create pods/eviction")
+        assert doc["confirmation"] is None and doc["evictions"] == [] and len(doc["candidates"]) == 3
         cleanups.append(rbac(cluster, "evict", EVICT, namespace=other))
         ok = desched(limited, *args, "--yes", "--record-events")
         assert ok.returncode == 0, ok.stderr
@@ -251,6 +256,11 @@ def test_report_and_events_record_the_run(cluster: Any, namespace: str, tmp_path
     bad = desched(cluster.kubeconfig_for(), *args, "--yes", "--report", str(tmp_path / "missing" / "r.json"))
     assert bad.returncode == 2
     assert bad.stderr == f"error: --report {tmp_path}/missing/r.json: directory {tmp_path}/missing does not exist\n"
+    assert not any(terminating(cluster, namespace, p) for p in ("web-0", "web-1", "web-2"))
+    unconfirmed = desched(cluster.kubeconfig_for(), *args, "--report", str(report))  # no terminal, no --yes
+    assert unconfirmed.returncode == 3
+    assert report_of(report)["confirmation"] == {"how": "interactive", "answer": None, "chosen": [],
+                                                 "refused": unconfirmed.stderr.strip()}
     assert not any(terminating(cluster, namespace, p) for p in ("web-0", "web-1", "web-2"))
 
     proc = desched(cluster.kubeconfig_for(), *args, "--yes", "--max-in-flight", "3", "--record-events",
