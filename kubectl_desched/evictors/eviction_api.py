@@ -24,11 +24,10 @@ from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import api_message, describe_api_error, request_json
+from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
-DEFAULT_READ_TIMEOUT = 30.0  # an eviction answers in milliseconds; without --request-timeout never wait forever
 MAX_UNSURE_SENDS = 4  # sends of one eviction whose answer got lost, each after a re-read showed the pod unchanged
 
 Progress = Callable[[Candidate, str], None]
@@ -101,8 +100,7 @@ class EvictionApiEvictor:
         self.unsure_backoff = unsure_backoff  # before re-reading after a lost or failed answer
         self.progress = progress or (lambda _c, _m: None)
         self.clock = clock
-        given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
-        self.request_timeout = (given[0], given[1] or DEFAULT_READ_TIMEOUT)
+        self.request_timeout = bounded_timeout(conn)
 
     def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
         return missing_permissions(self.conn, EVICTION_PERMISSIONS, {c.pod.namespace for c in candidates})

@@ -191,8 +191,9 @@ def test_wait_ready_waits_for_the_deployment_between_its_pods(cluster: Any, name
     doc = report_of(report)
     r = results(doc)
     assert [r[p]["result"] for p in ("web-0", "web-1", "web-2")] == ["evicted"] * 3
-    assert parse_ts(r["web-1"]["startedAt"]) >= ready_at["web-0"].replace(microsecond=0)
-    assert parse_ts(r["web-2"]["startedAt"]) >= ready_at["web-1"].replace(microsecond=0)
+    for pod, after in (("web-1", "web-0"), ("web-2", "web-1")):  # the report keeps milliseconds
+        ready = ready_at[after]
+        assert parse_ts(r[pod]["startedAt"]) >= ready.replace(microsecond=ready.microsecond // 1000 * 1000)
     assert "waiting for Deployment " + namespace + "/web to be ready" in proc.stderr
     assert doc["pacing"]["waitReady"] is True
 
