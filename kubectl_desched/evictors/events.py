@@ -14,7 +14,7 @@ from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import request_json
+from kubectl_desched.kube.live import bounded_timeout, request_json
 
 CONTROLLER = "kubectl-desched"
 ACTION = "Descheduled"
@@ -74,6 +74,7 @@ def core_event_body(new: dict) -> dict:
 class EventRecorder:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.timeout = bounded_timeout(conn)
         self.reporter = instance()
         self.core_only = False
 
@@ -83,10 +84,12 @@ class EventRecorder:
         ns = c.pod.namespace
         if not self.core_only:
             try:
-                request_json(self.conn, "POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body)
+                request_json(self.conn, "POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body,
+                             timeout=self.timeout)
                 return
             except ApiException as e:
                 if e.status != 404:
                     raise
                 self.core_only = True
-        request_json(self.conn, "POST", f"/api/v1/namespaces/{ns}/events", body=core_event_body(body))
+        request_json(self.conn, "POST", f"/api/v1/namespaces/{ns}/events", body=core_event_body(body),
+                     timeout=self.timeout)

@@ -24,11 +24,10 @@ from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import api_message, describe_api_error, request_json
+from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
-DEFAULT_READ_TIMEOUT = 30.0  # an eviction answers in milliseconds; without --request-timeout never wait forever
 MAX_UNSURE_SENDS = 4  # sends of one eviction whose answer got lost, each after a re-read showed the pod unchanged
 
 Progress = Callable[[Candidate, str], None]
@@ -46,6 +45,9 @@ class Backoff:
     def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
         full = min(self.cap, self.initial * self.factor ** min(retry, 64))
         return full * (0.5 + 0.5 * rand())
+
+
+UNSURE_BACKOFF = Backoff(initial=0.25, cap=2.0)  # a 5xx or a cut connection is usually over in a moment
 
 
 def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | None) -> dict:
@@ -87,17 +89,18 @@ class EvictionApiEvictor:
     name = "eviction-api"
 
     def __init__(self, conn: Connection, *, server_dry_run: bool = False, grace_period: int | None = None,
-                 timeout: float = 300.0, backoff: Backoff = Backoff(), progress: Progress | None = None,
+                 timeout: float = 300.0, backoff: Backoff = Backoff(), unsure_backoff: Backoff = UNSURE_BACKOFF,
+                 progress: Progress | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.conn = conn
         self.server_dry_run = server_dry_run
         self.grace_period = grace_period
         self.timeout = timeout  # how long to keep retrying one pod (429 from a budget, lost answers)
-        self.backoff = backoff
+        self.backoff = backoff  # between retries a budget refused (429)
+        self.unsure_backoff = unsure_backoff  # before re-reading after a lost or failed answer
         self.progress = progress or (lambda _c, _m: None)
         self.clock = clock
-        given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
-        self.request_timeout = (given[0], given[1] or DEFAULT_READ_TIMEOUT)
+        self.request_timeout = bounded_timeout(conn)
 
     def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
         return missing_permissions(self.conn, EVICTION_PERMISSIONS, {c.pod.namespace for c in candidates})
@@ -165,7 +168,7 @@ class EvictionApiEvictor:
             # The answer is lost or an error the server may have hit after applying it: look before resending.
             unsure_sends += 1
             last = error
-            stop.wait(self.backoff.delay(unsure_sends - 1))
+            stop.wait(self.unsure_backoff.delay(unsure_sends - 1))
             try:
                 verdict = pod_changed(c, self.read_pod(c))
             except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
@@ -181,6 +184,8 @@ class EvictionApiEvictor:
         return eviction_body(c, server_dry_run=self.server_dry_run, grace_period=self.grace_period)
 
     def _describe(self, e: Exception, what: str) -> str:
+        if isinstance(e, urllib3.exceptions.ProtocolError):
+            return "the connection was closed before an answer came"
         text = str(describe_api_error(e, what, self.conn.server))
         return text.removeprefix(f"{what}: ")
 

@@ -66,10 +66,10 @@ class Runner:
         """(missing permissions that stop the run, missing ones that only lose events)."""
         missing = self.evictor.preflight(candidates)
         namespaces = {c.pod.namespace for c in candidates}
-        conn = getattr(self.evictor, "conn", None)
-        if self.workloads is not None and conn is not None:
-            missing += missing_permissions(conn, owner_permissions([c.pod for c in candidates]), namespaces)
-        optional = missing_permissions(conn, [EVENT_PERMISSION], namespaces) if self.events and conn else []
+        if self.workloads is not None:
+            missing += missing_permissions(self.workloads.conn, owner_permissions([c.pod for c in candidates]),
+                                           namespaces)
+        optional = missing_permissions(self.events.conn, [EVENT_PERMISSION], namespaces) if self.events else []
         return missing, optional
 
     # ------------------------------------------------------------------ acting

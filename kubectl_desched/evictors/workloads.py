@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.kube.access import Permission
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import request_json
+from kubectl_desched.kube.live import bounded_timeout, request_json
 from kubectl_desched.model import Pod
 
 _PATHS = {
@@ -71,6 +71,7 @@ def readiness_of(obj: dict[str, Any]) -> Readiness:
 class WorkloadReader:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.timeout = bounded_timeout(conn)
         self._resolved: dict[tuple[str, str, str], Workload | None] = {}
 
     def workload(self, pod: Pod) -> Workload | None:
@@ -88,7 +89,7 @@ class WorkloadReader:
 
     def _deployment_of(self, rs: Workload) -> Workload:
         try:
-            obj = request_json(self.conn, "GET", rs.path)
+            obj = request_json(self.conn, "GET", rs.path, timeout=self.timeout)
         except ApiException as e:
             if e.status == 404:
                 return rs
@@ -99,4 +100,4 @@ class WorkloadReader:
         return rs
 
     def readiness(self, w: Workload) -> Readiness:
-        return readiness_of(request_json(self.conn, "GET", w.path))
+        return readiness_of(request_json(self.conn, "GET", w.path, timeout=self.timeout))

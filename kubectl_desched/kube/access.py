@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import describe_api_error, request_json
+from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
 
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
@@ -46,7 +46,7 @@ def allowed(conn: Connection, p: Permission) -> bool:
         attrs["namespace"] = p.namespace
     body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": attrs}}
-    review = request_json(conn, "POST", SSAR_PATH, body=body)
+    review = request_json(conn, "POST", SSAR_PATH, body=body, timeout=bounded_timeout(conn))
     return bool((review.get("status") or {}).get("allowed"))
 
 

@@ -75,6 +75,13 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
     return json.loads(data) if data else None
 
 
+def bounded_timeout(conn: Connection, read: float = 30.0) -> tuple[float, float]:
+    """The connection's timeout, with a read bound where --request-timeout set none: a write or a poll made
+    while acting must not hang forever on a silent server (a LIST of 150,000 pods may take long; those keep none)."""
+    given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
+    return (given[0], given[1] or read)
+
+
 class ListExpired(Exception):
     """The continue token expired (410 Gone) during a long paginated read."""
 

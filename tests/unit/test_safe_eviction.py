@@ -263,7 +263,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch, gets: list[Any], posts: list[Any])
 
 def evictor(**kw: Any) -> EvictionApiEvictor:
     conn = Connection(api=None, server="https://api", context="c", namespace="default")  # type: ignore[arg-type]
-    return EvictionApiEvictor(conn, backoff=Backoff(initial=0.01, cap=0.02), **kw)
+    return EvictionApiEvictor(conn, backoff=Backoff(initial=0.01, cap=0.02), unsure_backoff=Backoff(0.01, cap=0.02),
+                              **kw)
 
 
 def test_evicted_after_a_clean_re_read(monkeypatch: pytest.MonkeyPatch) -> None:
