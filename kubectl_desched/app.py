@@ -18,6 +18,7 @@ from kubectl_desched.evictors.base import EvictionResult, Evictor
 from kubectl_desched.evictors.events import EventRecorder
 from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, Progress
 from kubectl_desched.evictors.execute import Pacing, Runner
+from kubectl_desched.evictors.migration import MigrationEvictor, job_doc, phase_line, profile_settings, summary_table
 from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
@@ -72,6 +73,11 @@ class Options:
     timeout: float = 300.0  # per pod: retries on a PodDisruptionBudget; per wait: --wait-ready
     record_events: bool = False
     report: str | None = None
+    evictor: str = "eviction"  # or "migration": Koordinator PodMigrationJobs
+    migration_mode: str | None = None
+    migration_ttl: float | None = None
+    wait: bool = True
+    migration_timeout: float | None = None  # --timeout as given; None: the jobs' TTL decides
 
 
 @dataclass
@@ -252,12 +258,11 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         click.echo(f"error: {e}", err=True)
 
     results: list[EvictionResult] | None = None
+    runner: Runner | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
-        runner = _runner(opts, loaded.conn, mode, quiet=structured)
-        if report:
-            report.doc["evictor"] = runner.evictor.name
+        runner = _runner(opts, loaded.conn, mode, policy, quiet=structured)
         _preflight(runner, plan.candidates, opts, report)
         try:
             chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)
@@ -280,29 +285,48 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
             report.evictions(results, interrupted=outcome.interrupted, exit_code=code)
         if not structured:
             click.echo("")
-            click.echo(results_table(results, paint))
+            click.echo(_results_table(runner.evictor, results, paint))
         click.echo(_summary(results, outcome.interrupted), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
-        _emit(document(plan, nodes, _meta(policy, loaded, mode), results), opts.output)
+        doc = document(plan, nodes, _meta(policy, loaded, mode), results)
+        if runner is not None and results is not None and isinstance(runner.evictor, MigrationEvictor):
+            tracks = runner.evictor.tracks
+            doc["podMigrationJobs"] = [job_doc(tracks[id(r.candidate)], r) for r in results
+                                       if id(r.candidate) in tracks]
+        _emit(doc, opts.output)
     return code
 
 
-def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None) -> Evictor:
+def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Painter) -> str:
+    if isinstance(evictor, MigrationEvictor):
+        return summary_table(results, evictor.tracks)
+    return results_table(results, paint)
+
+
+def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None,
+                 policy: Policy | None = None) -> Evictor:
     """The evictor --evictor names (the Eviction API unless told otherwise)."""
+    if opts.evictor == "migration":
+        settings = profile_settings(policy.profiles if policy else [], opts.migration_mode, opts.migration_ttl,
+                                    opts.grace_period)
+        show = (lambda track: click.echo(phase_line(track), err=True)) if progress else None
+        return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=opts.wait,
+                                timeout=opts.migration_timeout, on_phase=show)
     return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=opts.grace_period,
                               timeout=opts.timeout, progress=progress)
 
 
-def _runner(opts: Options, conn: Connection, mode: str, *, quiet: bool) -> Runner:
+def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet: bool) -> Runner:
     def progress(c: Candidate, message: str) -> None:
         click.echo(f"  {c.pod.namespace}/{c.pod.name}: {message}", err=True)
 
     pacing = Pacing(max_in_flight=opts.max_in_flight, interval=opts.interval, wait_ready=opts.wait_ready,
                     timeout=opts.timeout)
     events = EventRecorder(conn) if opts.record_events and mode == "evict" else None
-    return Runner(make_evictor(opts, conn, mode, None if quiet else progress), pacing,
+    evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy)
+    return Runner(evictor, pacing,
                   workloads=WorkloadReader(conn) if opts.wait_ready else None, events=events,
                   on_result=None if quiet else _live_line, note=lambda m: click.echo(m, err=True))
 
@@ -328,14 +352,20 @@ def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded,
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
+        "evictor": "migration" if opts.evictor == "migration" else "eviction-api",
         "pacing": {"maxInFlight": opts.max_in_flight, "interval": opts.interval, "waitReady": opts.wait_ready,
                    "timeout": opts.timeout, "recordEvents": opts.record_events, "gracePeriod": opts.grace_period},
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
     })
+    if opts.evictor == "migration":
+        report.doc["migration"] = {"mode": opts.migration_mode, "ttl": opts.migration_ttl, "wait": opts.wait,
+                                   "timeout": opts.migration_timeout}  # None: the policy's or Koordinator's default
     report.candidates(plan.candidates)
 
 
 def _live_line(r: EvictionResult) -> None:
+    if r.outcome == "created":
+        return  # a PodMigrationJob's phases have their own lines
     p = r.candidate.pod
     click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({r.message})"), err=True)
 

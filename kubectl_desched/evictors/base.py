@@ -20,10 +20,12 @@ OK_OUTCOMES = frozenset({
     "evicted", "would evict",  # Eviction API
     "gone", "terminating",     # the pod was already gone or going when we looked: nothing left to do
     "created", "succeeded",    # PodMigrationJob created (--no-wait) / ended Succeeded
+    "would create",            # PodMigrationJob accepted by a server dry run
 })
 
 # Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
-DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded"})
+DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded",
+                                 "timed out", "unfinished"})  # a PodMigrationJob still running may yet evict
 
 
 def now() -> datetime:
