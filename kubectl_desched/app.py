@@ -263,8 +263,6 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
         runner = _runner(opts, loaded.conn, mode, policy, quiet=structured)
-        if report:
-            report.doc["evictor"] = runner.evictor.name
         _preflight(runner, plan.candidates, opts, report)
         try:
             chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)
@@ -354,6 +352,7 @@ def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded,
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
+        "evictor": "migration" if opts.evictor == "migration" else "eviction-api",
         "pacing": {"maxInFlight": opts.max_in_flight, "interval": opts.interval, "waitReady": opts.wait_ready,
                    "timeout": opts.timeout, "recordEvents": opts.record_events, "gracePeriod": opts.grace_period},
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
