@@ -25,7 +25,7 @@ from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import api_message, describe_api_error, request_json
+from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
 
 GROUP = "scheduling.koordinator.sh"
@@ -233,7 +233,7 @@ def summary_table(results: Sequence[EvictionResult], tracks: Mapping[int, JobTra
 def require_served(conn: Connection) -> None:
     """Discovery of scheduling.koordinator.sh/v1alpha1 must list podmigrationjobs."""
     try:
-        doc = request_json(conn, "GET", GROUP_VERSION_PATH)
+        doc = request_json(conn, "GET", GROUP_VERSION_PATH, timeout=bounded_timeout(conn))
     except ApiException as e:
         if e.status == 404:
             raise DeschedError(NOT_SERVED) from None
@@ -309,7 +309,7 @@ class MigrationEvictor:
         body = job_body(c, settings, self.run_id)
         query = [("dryRun", "All")] if self.server_dry_run else []
         try:
-            job = request_json(self.conn, "POST", JOBS_PATH, query=query, body=body)
+            job = request_json(self.conn, "POST", JOBS_PATH, query=query, body=body, timeout=bounded_timeout(self.conn))
         except ApiException as e:
             return EvictionResult(c, *self._classify(e), started, now(), attempts=1)
         except (urllib3.exceptions.HTTPError, OSError) as e:
@@ -336,14 +336,15 @@ class MigrationEvictor:
 
     def _list(self, label_selector: str | None = None) -> Iterator[Mapping[str, Any]]:
         query = [("labelSelector", label_selector)] if label_selector else []
-        doc = request_json(self.conn, "GET", JOBS_PATH, query=query)
+        doc = request_json(self.conn, "GET", JOBS_PATH, query=query, timeout=bounded_timeout(self.conn))
         yield from doc.get("items") or []
 
     def _pod_changed(self, c: Candidate) -> tuple[str, str] | None:
         """Koordinator looks the pod up by name, so a pod recreated under that name must not get a job."""
         p = c.pod
         try:
-            pod = request_json(self.conn, "GET", f"/api/v1/namespaces/{p.namespace}/pods/{p.name}")
+            pod = request_json(self.conn, "GET", f"/api/v1/namespaces/{p.namespace}/pods/{p.name}",
+                               timeout=bounded_timeout(self.conn))
         except ApiException as e:
             if e.status == 404:
                 return "gone", "pod no longer exists: no job created"
@@ -484,7 +485,8 @@ class _Follower(threading.Thread):
             with ev._lock:
                 before = set(ev._by_name)
             try:
-                doc = request_json(ev.conn, "GET", JOBS_PATH, query=[("labelSelector", self.selector)])
+                doc = request_json(ev.conn, "GET", JOBS_PATH, query=[("labelSelector", self.selector)],
+                                   timeout=bounded_timeout(ev.conn))
             except (ApiException, urllib3.exceptions.HTTPError, OSError):
                 self.stopped.wait(1.0)  # a blip while waiting: try again until settle() gives up
                 continue
@@ -504,6 +506,8 @@ class _Follower(threading.Thread):
         method, url, headers, body, post = api.param_serialize(
             "GET", JOBS_PATH, query_params=query, header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"])
+        # The read stays unbounded unless --request-timeout says otherwise: a quiet watch is normal, the server
+        # ends it (timeoutSeconds), and settle() stops waiting at its deadline whatever this thread does.
         resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                             _request_timeout=conn.timeout)
         self._response = resp.response
