@@ -18,9 +18,11 @@ from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
+from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
 
 DEFAULT_BALANCE = "LowNodeUtilization"
+DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
 DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
 DEFAULT_TARGETS = "cpu=50,memory=50,pods=50"
 # LowNodeLoad balances actual load; cpu and memory only, with headroom for load spikes.
@@ -120,6 +122,31 @@ act_options = _options(
                  flag_value="client", show_default=True,
                  help="client: plan only; server: send the evictions with dryRun=All."),
     click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
+    click.option("--max-in-flight", type=int, default=1, show_default=True, metavar="N",
+                 help="Evictions sent at the same time."),
+    click.option("--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
+    click.option("--wait-ready", is_flag=True,
+                 help="Before evicting another pod of the same Deployment/ReplicaSet/StatefulSet, wait until it "
+                      "is back to its ready replica count."),
+    click.option("--timeout", metavar="DURATION",
+                 help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready "
+                      "[default: 5m]; with --evictor migration, how long to wait for the PodMigrationJobs to end "
+                      "[default: their TTL plus 1m; 30m without a TTL]."),
+    click.option("--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
+    click.option("--record-events", is_flag=True,
+                 help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
+)
+
+evictor_options = _options(
+    click.option("--evictor", type=click.Choice(["eviction", "migration"]), default="eviction", show_default=True,
+                 help="eviction: the Eviction API; migration: create Koordinator PodMigrationJobs."),
+    click.option("--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
+                 help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, "
+                      "else ReservationFirst]."),
+    click.option("--migration-ttl", metavar="DURATION",
+                 help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, "
+                      "else 5m]."),
+    click.option("--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
 )
 
 
@@ -169,7 +196,46 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
         grace_period=kw.get("grace_period"),
+        **_act_options(kw),
+        **_evictor_options(kw),
     )
+
+
+def _act_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """The pacing and record flags; the explain commands have none of them."""
+    if "max_in_flight" not in kw:
+        return {}
+    if kw["max_in_flight"] < 1:
+        raise UsageError("--max-in-flight: must be at least 1")
+    timeout = parse_duration(kw["timeout"], "--timeout") if kw.get("timeout") else DEFAULT_TIMEOUT
+    return {"max_in_flight": kw["max_in_flight"], "interval": parse_duration(kw["interval"], "--interval"),
+            "wait_ready": bool(kw["wait_ready"]), "timeout": timeout,
+            "report": kw.get("report"), "record_events": bool(kw["record_events"])}
+
+
+def _evictor_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """--evictor and the PodMigrationJob flags; the explain commands have none of them."""
+    if "evictor" not in kw:
+        return {}
+    migration = kw.get("evictor") == "migration"
+    for flag in ("migration_mode", "migration_ttl", "no_wait"):
+        if kw.get(flag) and not migration:
+            raise UsageError(f"--{flag.replace('_', '-')} only applies with --evictor migration")
+    # Koordinator's controller evicts later, paces per workload (maxUnavailablePerWorkload) and records its own events.
+    for flag in ("wait_ready", "record_events"):
+        if kw.get(flag) and migration:
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply with --evictor migration: Koordinator's "
+                             "migration controller paces the evictions and records their events")
+    ttl = kw.get("migration_ttl")
+    timeout = kw.get("timeout")
+    return {
+        "evictor": kw.get("evictor") or "eviction",
+        "migration_mode": kw.get("migration_mode"),
+        "migration_ttl": None if ttl is None else parse_duration(ttl, "--migration-ttl"),
+        "wait": not kw.get("no_wait"),
+        # Unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
+        "migration_timeout": None if timeout is None else parse_duration(timeout, "--timeout"),
+    }
 
 
 def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
@@ -368,6 +434,7 @@ def cli() -> None:
 @plugin_options
 @limit_options
 @act_options
+@evictor_options
 def balance(**kw: Any) -> None:
     """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -383,6 +450,7 @@ def balance(**kw: Any) -> None:
 @deschedule_options
 @limit_options
 @act_options
+@evictor_options
 def deschedule(**kw: Any) -> None:
     """Run Deschedule plugins (all in-tree ones unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -398,6 +466,7 @@ def deschedule(**kw: Any) -> None:
 @policy_options
 @limit_options
 @act_options
+@evictor_options
 def run_policy(**kw: Any) -> None:
     """Run a whole policy once: every profile's Deschedule plugins, then its Balance plugins."""
     if not kw.get("policy_file"):

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from kubectl_desched.evictors.eviction_api import EvictionResult
+from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.nodeutilization import fmt_pct
@@ -18,7 +18,8 @@ from kubectl_desched.quantity import format_resource
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
-_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "gone": "yellow", "blocked": "yellow"}
+_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
+                  "gone": "yellow", "terminating": "yellow", "blocked": "yellow", "interrupted": "yellow"}
 
 
 def color_enabled(stream: Any = None) -> bool:
@@ -141,8 +142,10 @@ def candidate_doc(c: Candidate) -> dict[str, Any]:
 
 
 def result_doc(r: EvictionResult) -> dict[str, Any]:
-    return {"namespace": r.candidate.pod.namespace, "pod": r.candidate.pod.name, "node": r.candidate.pod.node_name,
-            "result": r.outcome, "message": r.message}
+    p = r.candidate.pod
+    return {"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": r.candidate.plugin,
+            "result": r.outcome, "message": r.message, "startedAt": timestamp(r.started),
+            "finishedAt": timestamp(r.finished), "attempts": r.attempts, "notes": list(r.notes)}
 
 
 def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],

@@ -58,20 +58,28 @@ def _short(e: object) -> str:
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None) -> Any:
+                 body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
-    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException."""
+    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException.
+    `timeout` replaces the connection's (--request-timeout) for this call."""
     api = conn.api
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
     method, url, headers, body, post = api.param_serialize(
         method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"],
     )
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
-                        _request_timeout=conn.timeout)
+                        _request_timeout=timeout or conn.timeout)
     data = resp.read()
     if not 200 <= resp.status <= 299:
         raise ApiException(http_resp=resp)
     return json.loads(data) if data else None
+
+
+def bounded_timeout(conn: Connection, read: float = 30.0) -> tuple[float, float]:
+    """The connection's timeout, with a read bound where --request-timeout set none: a write or a poll made
+    while acting must not hang forever on a silent server (a LIST of 150,000 pods may take long; those keep none)."""
+    given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
+    return (given[0], given[1] or read)
 
 
 class ListExpired(Exception):
