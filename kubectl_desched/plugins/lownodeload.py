@@ -71,9 +71,10 @@ class LowNodeLoadArgs(PluginArgs):
     low_thresholds: Thresholds = field(default_factory=dict)
     prod_high_thresholds: Thresholds = field(default_factory=dict)
     prod_low_thresholds: Thresholds = field(default_factory=dict)
-    resource_weights: dict[str, int] = field(default_factory=dict)
-    anomaly_condition: AnomalyCondition | None = None
-    detector_cache_timeout: Duration | None = None
+    resource_weights: dict[str, int] = field(default_factory=lambda: {"cpu": 1, "memory": 1})
+    anomaly_condition: AnomalyCondition | None = field(default_factory=lambda: AnomalyCondition(
+        Duration(60.0, "1m"), DEFAULT_ABNORMALITIES, DEFAULT_NORMALITIES))
+    detector_cache_timeout: Duration | None = field(default_factory=lambda: Duration(300.0, "5m"))
     node_pools: list[NodePool] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
