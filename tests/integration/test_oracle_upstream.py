@@ -1,0 +1,35 @@
+"""The oracle: every case under tests/oracle/cases is created in a real kube-apiserver, then the upstream
+descheduler (built from sigs.k8s.io/descheduler) and our `run --policy --dry-run=client` both plan on it.
+Upstream's evictions must equal the fixture's expected.yaml, and ours must equal upstream's (or, where a case
+records a deliberate difference that the README lists, the fixture's `ours`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from desched import as_json, desched
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.oracle.cases import Case, all_cases
+from tests.oracle.upstream import create_objects, delete_objects, run_upstream
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.name)
+def test_upstream_and_ours_agree(oracle_cluster: Any, upstream_descheduler: Path, case: Case) -> None:
+    made = create_objects(oracle_cluster, case)
+    try:
+        upstream = run_upstream(upstream_descheduler, oracle_cluster.kubeconfig_for(), case.policy)
+        proc = desched(oracle_cluster.kubeconfig_for(), "run", "--policy", str(case.policy), "--dry-run=client",
+                       "-o", "json")
+        assert proc.returncode == 0, proc.stderr
+        ours = {f"{c['namespace']}/{c['pod']}" for c in as_json(proc)["candidates"]}
+    finally:
+        delete_objects(oracle_cluster, made)
+    assert sorted(upstream.evicted) == sorted(case.expected), "upstream disagrees with expected.yaml"
+    assert sorted(ours) == sorted(case.ours), (
+        "ours disagrees with upstream" if case.ours == case.expected else f"deliberate difference: {case.difference}")
