@@ -30,6 +30,7 @@ def test_upstream_and_ours_agree(oracle_cluster: Any, upstream_descheduler: Path
         ours = {f"{c['namespace']}/{c['pod']}" for c in as_json(proc)["candidates"]}
     finally:
         delete_objects(oracle_cluster, made)
-    assert sorted(upstream.evicted) == sorted(case.expected), "upstream disagrees with expected.yaml"
-    assert sorted(ours) == sorted(case.ours), (
-        "ours disagrees with upstream" if case.ours == case.expected else f"deliberate difference: {case.difference}")
+    assert case.mismatch(upstream.evicted) is None, f"upstream disagrees with expected.yaml: {sorted(upstream.evicted)}"
+    assert case.mismatch(ours, case.ours) is None, (
+        f"ours disagrees with upstream: {sorted(ours)}" if case.ours == case.expected
+        else f"deliberate difference ({case.difference}): {sorted(ours)}")

@@ -5,8 +5,10 @@ Each case directory holds
                  Pods bound with spec.nodeName and their status, PDBs with status), in one YAML List so anchors work;
   policy.yaml    a DeschedulerPolicy (descheduler/v1alpha2) that both tools read unchanged;
   expected.yaml  `evicted`: the pods (namespace/name) the upstream descheduler evicts in a dry run, proven against
-                 upstream by tests/integration/test_oracle_upstream.py; `why`: what behaviour the case pins; and,
-                 only where we deliberately differ, `ours` (our answer) and `difference` (the README's reason).
+                 upstream by tests/integration/test_oracle_upstream.py; `choose`: groups of equal pods of which upstream
+                 evicts `count` in an order it leaves unspecified (its sorts are not stable), so only the count is
+                 compared there; `why`: what behaviour the case pins; and, only where we deliberately differ, `ours`
+                 (our answer) and `difference` (the README's reason).
 
 The same objects serve two tests: the integration test creates them in a real kube-apiserver and runs both tools
 there; the unit test turns them into a snapshot with the fields the API server would have added (uid,
@@ -34,6 +36,7 @@ class Case:
     path: Path
     objects: list[dict[str, Any]]
     expected: frozenset[str]  # upstream's evictions, "namespace/name"
+    choose: tuple[tuple[int, frozenset[str]], ...]  # (count, pods): upstream evicts count of these, any of them
     ours: frozenset[str]  # ours: the same unless the case records a deliberate difference
     why: str
     difference: str
@@ -41,6 +44,21 @@ class Case:
     @property
     def policy(self) -> Path:
         return self.path / "policy.yaml"
+
+    def mismatch(self, evicted: frozenset[str] | set[str], exact: frozenset[str] | None = None) -> str | None:
+        """Why `evicted` is not what the case expects (None when it is): the fixed set, plus `count` of each
+        choose group. `exact` replaces the fixed set (our deliberate answer)."""
+        fixed = self.expected if exact is None else exact
+        rest = set(evicted) - fixed
+        problems = [f"missing {sorted(fixed - set(evicted))}"] if fixed - set(evicted) else []
+        for count, group in self.choose:
+            picked = rest & group
+            if len(picked) != count:
+                problems.append(f"{len(picked)} of {sorted(group)} instead of {count}: {sorted(picked)}")
+            rest -= group
+        if rest:
+            problems.append(f"unexpected {sorted(rest)}")
+        return "; ".join(problems) or None
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [o for o in self.objects if o["kind"] == kind]
@@ -60,11 +78,12 @@ def load_case(path: Path) -> Case:
             raise ValueError(f"{path}/cluster.yaml: unsupported kind {o['kind']}")
     expected = yaml.safe_load((path / "expected.yaml").read_text())
     evicted = _pods(expected.get("evicted") or [], path / "expected.yaml")
+    choose = tuple((int(g["count"]), _pods(g["from"], path / "expected.yaml")) for g in expected.get("choose") or ())
     ours = _pods(expected["ours"], path / "expected.yaml") if "ours" in expected else evicted
     if ours != evicted and not expected.get("difference"):
         raise ValueError(f"{path}/expected.yaml: `ours` differs from `evicted` without a `difference`")
     objects.sort(key=lambda o: CREATE_ORDER.index(o["kind"]))
-    return Case(path.name, path, objects, evicted, ours, str(expected.get("why") or ""),
+    return Case(path.name, path, objects, evicted, choose, ours, str(expected.get("why") or ""),
                 str(expected.get("difference") or ""))
 
 
