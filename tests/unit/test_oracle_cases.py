@@ -65,3 +65,13 @@ def test_upstream_log_is_read_per_cycle() -> None:
     assert first.skipped and first.done and not first.evicted
     assert second.evicted == {"a/p1", "b/p2"} and second.done and not second.errors and not second.skipped
     assert not third.done and len(third.errors) == 1 and "boom" in third.errors[0]
+
+
+def test_choose_groups_compare_only_the_count() -> None:
+    case = next(c for c in CASES if c.choose)
+    (count, group), = case.choose
+    some = set(sorted(group)[:count])
+    assert case.mismatch(case.expected | some) is None
+    assert "instead of" in (case.mismatch(case.expected | group) or "")
+    assert "instead of" in (case.mismatch(set(case.expected)) or "")
+    assert "unexpected ['x/y']" in (case.mismatch(case.expected | some | {"x/y"}) or "")
