@@ -6,6 +6,7 @@ records a deliberate difference that the README lists, the fixture's `ours`)."""
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.name)
 def test_upstream_and_ours_agree(oracle_cluster: Any, upstream_descheduler: Path, case: Case) -> None:
+    kubeconfig = oracle_cluster.kubeconfig_for()
     made = create_objects(oracle_cluster, case)
     try:
-        upstream = run_upstream(upstream_descheduler, oracle_cluster.kubeconfig_for(), case.policy)
-        proc = desched(oracle_cluster.kubeconfig_for(), "run", "--policy", str(case.policy), "--dry-run=client",
-                       "-o", "json")
+        # Both only read the cluster (dry runs), so they run side by side.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            theirs = pool.submit(run_upstream, upstream_descheduler, kubeconfig, case.policy)
+            proc = desched(kubeconfig, "run", "--policy", str(case.policy), "--dry-run=client", "-o", "json")
+            upstream = theirs.result()
         assert proc.returncode == 0, proc.stderr
         ours = {f"{c['namespace']}/{c['pod']}" for c in as_json(proc)["candidates"]}
     finally:
