@@ -32,7 +32,6 @@ _PATHS = {
     "Namespace": "/api/v1/namespaces",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "Node": "/api/v1/nodes",
-    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "Pod": "/api/v1/namespaces/{ns}/pods",
 }
@@ -64,28 +63,35 @@ def create_objects(cluster: Any, case: Case) -> list[Created]:
     """Create the case's objects in order; status goes through the status subresource, as a kubelet or
     controller would write it (the API server ignores status on create for pods and PDBs)."""
     created: list[Created] = []
-    for obj in case.objects:
-        kind, meta = obj["kind"], obj["metadata"]
-        ns = meta.get("namespace", "default") if kind in ("Pod", "PodDisruptionBudget", "PersistentVolumeClaim") else ""
-        base = _PATHS[kind].format(ns=ns)
-        body = {k: v for k, v in obj.items() if k != "status"}
-        if kind == "Node":
-            status = dict(obj.get("status") or {})
-            status.setdefault("capacity", dict(status.get("allocatable") or {}))
-            body["status"] = status
-        made = _must(cluster, "POST", base, body)
-        created.append(Created(kind, ns, meta["name"]))
-        status = obj.get("status")
-        if kind == "Node":
-            made["status"] = body["status"]
-        elif kind == "PodDisruptionBudget":
-            made["status"] = {**(status or {}), "observedGeneration": made["metadata"]["generation"]}
-        elif kind == "Pod" and status:
-            made["status"] = {**(made.get("status") or {}), **status}  # keeps the qosClass the server computed
-        else:
-            continue
-        _must(cluster, "PUT", f"{base}/{meta['name']}/status", made)
+    try:
+        for obj in case.objects:
+            _create(cluster, obj, created)
+    except BaseException:
+        delete_objects(cluster, created)  # the next case must find a clean cluster
+        raise
     return created
+
+
+def _create(cluster: Any, obj: dict[str, Any], created: list[Created]) -> None:
+    kind, meta = obj["kind"], obj["metadata"]
+    ns = meta.get("namespace", "default") if kind in ("Pod", "PodDisruptionBudget") else ""
+    base = _PATHS[kind].format(ns=ns)
+    body = {k: v for k, v in obj.items() if k != "status"}
+    if kind == "Node":
+        body["status"] = dict(obj.get("status") or {})
+        body["status"].setdefault("capacity", dict(body["status"].get("allocatable") or {}))
+    made = _must(cluster, "POST", base, body)
+    created.append(Created(kind, ns, meta["name"]))
+    status = obj.get("status")
+    if kind == "Node":
+        made["status"] = body["status"]
+    elif kind == "PodDisruptionBudget":
+        made["status"] = {**(status or {}), "observedGeneration": made["metadata"]["generation"]}
+    elif kind == "Pod" and status:
+        made["status"] = {**(made.get("status") or {}), **status}  # keeps the qosClass the server computed
+    else:
+        return
+    _must(cluster, "PUT", f"{base}/{meta['name']}/status", made)
 
 
 def delete_objects(cluster: Any, created: list[Created]) -> None:
@@ -94,9 +100,6 @@ def delete_objects(cluster: Any, created: list[Created]) -> None:
         if ref.kind == "Pod":
             cluster.request("DELETE", ref.path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
             continue
-        if ref.kind == "PersistentVolumeClaim":  # StorageObjectInUseProtection added a finalizer
-            cluster.request("PATCH", ref.path, {"metadata": {"finalizers": None}},
-                            content_type="application/merge-patch+json")
         r = cluster.request("DELETE", ref.path)
         if ref.kind == "Namespace" and r.ok:
             ns = _must(cluster, "GET", ref.path)
