@@ -248,3 +248,14 @@ def koord_node_metric(node: str, *, system: dict[str, str] | None = None,
         status["updateTime"] = updated
     return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": node},
             "spec": {}, "status": status}
+
+
+def with_spare_node(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects plus a cordoned, unlabelled, empty node when fewer than two Ready nodes are there.
+
+    Like the descheduler, a run does nothing with fewer than two Ready nodes; plugin tables about one node add this
+    node to make up the count. Being cordoned it takes no pod (nodeFit, node affinity) and it matches no label.
+    """
+    ready = [o for o in objs if o["kind"] == "Node"
+             and all(c["status"] == "True" for c in o["status"]["conditions"] if c["type"] == "Ready")]
+    return objs if len(ready) >= 2 else [*objs, node("spare-cordoned", unschedulable=True)]
