@@ -29,8 +29,8 @@ def desched(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def snapshot(tmp_path: Path) -> str:
     """Two cordoned nodes (one with a PDB-guarded pod), one node the autoscaler is removing, one healthy node."""
-    objs = [node("cordoned-1", cordoned=True), node("cordoned-2", cordoned=True), node("scaling-down", taints=[CA_TAINT]),
-            node("healthy"),
+    objs = [node("cordoned-1", cordoned=True), node("cordoned-2", cordoned=True),
+            node("scaling-down", taints=[CA_TAINT]), node("healthy"),
             pod("web-1", "cordoned-1", namespace="shop", priority=100), pod("web-2", "cordoned-1", namespace="shop"),
             pod("agent", "cordoned-1", namespace="kube-system", owner="DaemonSet"),
             pod("db-0", "cordoned-2", namespace="shop", owner="StatefulSet", labels={"app": "db"}),
