@@ -52,7 +52,6 @@ BENCH_ARGS: dict[str, dict[str, Any]] = {
     "HighNodeUtilization": {"thresholds": {"cpu": 20, "memory": 20, "pods": 20}},
     # The CLI's default (Pending for over a day) finds only pods bound to a node, which the generator leaves rare.
     "PodLifeTime": {"maxPodLifeTimeSeconds": 90 * 86400},
-    "LowNodeLoad": {"lowThresholds": {"cpu": 20, "memory": 20}, "highThresholds": {"cpu": 60, "memory": 60}},
 }
 # Filter plugins are not run on their own: one of them filters every pod of every run above.
 SKIP_POINTS = ("filter", "preEvictionFilter")
