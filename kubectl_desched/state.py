@@ -41,8 +41,6 @@ class ClusterState:
         self._pdbs_by_ns: dict[str, list[PodDisruptionBudget]] = defaultdict(list)
         for b in self.pdbs:
             self._pdbs_by_ns[b.namespace].append(b)
-        # Pods of one workload share their labels: the PDBs covering a label set are worked out once.
-        self._pdbs_by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], list[PodDisruptionBudget]] = {}
         self._removed: set[int] = set()
         self._requested: dict[str, dict[str, float]] = {}
 
@@ -75,14 +73,7 @@ class ClusterState:
         return [p for p in pods if id(p) not in self._removed]
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
-        budgets = self._pdbs_by_ns.get(pod.namespace)
-        if not budgets:
-            return []
-        key = (pod.namespace, tuple(pod.labels.items()))
-        found = self._pdbs_by_labels.get(key)
-        if found is None:
-            found = self._pdbs_by_labels[key] = [b for b in budgets if b.covers(pod)]
-        return list(found)
+        return [b for b in self._pdbs_by_ns.get(pod.namespace, ()) if b.covers(pod)]
 
     def requested(self, node: str) -> dict[str, float]:
         """Summed requests of the node's non-terminal pods, with `pods` counting them (cached)."""

@@ -415,18 +415,3 @@ def test_pdbs_for() -> None:
     assert a is not None and bb is not None
     assert sorted(x.name for x in state.pdbs_for(a)) == ["all-shop", "web"]
     assert [x.name for x in state.pdbs_for(bb)] == ["all-shop"]
-
-
-def test_pdbs_for_pods_sharing_labels_in_and_across_namespaces() -> None:
-    """pdbs_for remembers the PDBs of a label set; the namespace is part of what it remembers."""
-    pdbs = [pdb_from_json(b.pdb("web", {"app": "web"}, namespace="a")),
-            pdb_from_json(b.pdb("all-a", {}, namespace="a")),
-            pdb_from_json(b.pdb("web-b", {"app": "web"}, namespace="b"))]
-    pods = [pod_from_json(b.pod(name, "n1", namespace=ns, labels=labels)) for name, ns, labels in (
-        ("w1", "a", {"app": "web"}), ("w2", "a", {"app": "web"}), ("w3", "b", {"app": "web"}),
-        ("db", "a", {"app": "db"}), ("x", "c", {"app": "web"}))]
-    state = ClusterState([node_from_json(b.node("n1"))], pods, pdbs)
-    names = {p.name: [d.name for d in state.pdbs_for(p)] for p in pods}
-    assert names == {"w1": ["web", "all-a"], "w2": ["web", "all-a"], "w3": ["web-b"], "db": ["all-a"], "x": []}
-    state.pdbs_for(pods[0]).clear()  # a caller changing the list it got does not change the next answer
-    assert [d.name for d in state.pdbs_for(pods[1])] == ["web", "all-a"]
