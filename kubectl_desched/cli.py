@@ -516,10 +516,15 @@ def explain_node(node_name: str, **kw: Any) -> None:
     sys.exit(app.explain_node(opts, policy, node_name))
 
 
+def _args_text(defaults: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in defaults.items()) or "-"
+
+
 @cli.command()
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "wide", "json"]), default="table", show_default=True,
+              help="wide adds each plugin's description.")
 def plugins(output: str) -> None:
-    """List in-tree and out-of-tree plugins with their extension points and default args."""
+    """List in-tree and out-of-tree plugins with their extension points and args (with their defaults)."""
     registry = _registry()
     rows = []
     for spec in registry:
@@ -529,8 +534,16 @@ def plugins(output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"plugins": rows, "broken": registry.broken}, indent=2))
         return
-    click.echo(tabulate([[r["name"], ",".join(r["extensionPoints"]), r["origin"], r["description"]] for r in rows],
-                        headers=["NAME", "EXTENSION POINTS", "ORIGIN", "DESCRIPTION"], tablefmt="plain"))
+    headers = ["NAME", "EXTENSION POINTS", "ORIGIN", "ARGS (DEFAULTS)"]
+    table = [[r["name"], ",".join(r["extensionPoints"]), r["origin"].split(" (entry point")[0],
+              _args_text(r["defaultArgs"])] for r in rows]
+    widths: list[int | None] = [None, None, None, 60]
+    if output == "wide":
+        headers.append("DESCRIPTION")
+        widths.append(50)
+        for cells, r in zip(table, rows, strict=True):
+            cells.append(r["description"])
+    click.echo(tabulate(table, headers=headers, tablefmt="plain", maxcolwidths=widths))
 
 
 @cli.command()
