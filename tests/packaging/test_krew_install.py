@@ -30,7 +30,8 @@ def archive_for(manifest: dict, dist: Path, os_name: str, arch: str) -> Path:
 def krew_env(root: Path, krew_bin: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PYTHONPATH")}
     env.update(KREW_ROOT=str(root), KREW_NO_UPGRADE_CHECK="1", SHIV_ROOT=str(root.parent / "shiv"),
-               PATH=os.pathsep.join([str(root / "bin"), str(krew_bin.parent), os.environ["PATH"]]), **extra)
+               PATH=os.pathsep.join([str(root / "bin"), str(krew_bin.parent), os.environ["PATH"]]))
+    env.update(extra)
     return env
 
 
@@ -100,14 +101,17 @@ def test_kubectl_finds_the_installed_plugin(installed: dict[str, str], kubectl_b
                                                ("darwin", "arm64")])
 def test_krew_installs_every_platform(os_name: str, arch: str, krew_dist: Path, krew_manifest: dict,
                                       krew_bin: Path, tmp_path: Path) -> None:
-    """What validate-krew-manifest does for each platform (KREW_OS/KREW_ARCH pick it), with the local archives."""
-    env = krew_env(tmp_path / "root", krew_bin, KREW_OS=os_name, KREW_ARCH=arch)
+    """What validate-krew-manifest does for each platform (KREW_OS/KREW_ARCH pick it), with the local archives.
+    PATH holds nothing but krew: installing from a manifest needs no git and no plugin index."""
+    env = krew_env(tmp_path / "root", krew_bin, KREW_OS=os_name, KREW_ARCH=arch,
+                   PATH=os.pathsep.join([str(tmp_path / "root" / "bin"), str(krew_bin.parent)]))
     archive = archive_for(krew_manifest, krew_dist, os_name, arch)
     proc = krew(krew_bin, env, "install", f"--manifest={krew_dist / 'desched.yaml'}", f"--archive={archive}")
     assert proc.returncode == 0, proc.stderr
     store = tmp_path / "root" / "store" / "desched" / f"v{__version__}"
     assert (store / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
     assert (store / "kubectl-desched").read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    assert not (tmp_path / "root" / "index" / "default").exists()
 
 
 def test_krew_refuses_another_platforms_archive(krew_dist: Path, krew_manifest: dict, krew_bin: Path,
