@@ -36,7 +36,8 @@ def test_cordoned_node_is_drained_by_the_installed_plugin(cluster: Any, namespac
     cordon = cluster.kubectl("cordon", cordoned)
     assert cordon.returncode == 0, cordon.stderr
 
-    proc = desched(cluster.kubeconfig_for(), "deschedule", *scope, "--max-pods-per-node", "3", "--yes", "-o", "json")
+    proc = desched(cluster.kubeconfig_for(), "deschedule", *scope, "--max-pods-per-node", "3", "--yes", "-o", "json",
+                   "--timeout", "0")  # no retry of the eviction the PDB refuses
     doc = as_json(proc)
     assert [(c["pod"], c["plugin"], c["reason"]) for c in doc["candidates"]] == [
         (name, PLUGIN, "node is cordoned (spec.unschedulable)") for name in ("db-0", "web-0", "web-1")]
