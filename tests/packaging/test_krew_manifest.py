@@ -63,6 +63,8 @@ def test_template_renders_to_a_valid_manifest() -> None:
 def test_generated_manifest_is_valid_and_matches_the_archives(krew_dist: Path, krew_manifest: dict) -> None:
     assert validate(krew_manifest, "desched.yaml") == []
     assert krew_manifest["spec"]["version"] == f"v{__version__}"
+    text = (krew_dist / "desched.yaml").read_text()
+    assert text.startswith("apiVersion: ") and "{{" not in text  # no template comment, no placeholder left
     sums = dict(line.split("  ")[::-1] for line in (krew_dist / "SHA256SUMS").read_text().splitlines())
     assert len(sums) == 4
     for platform in krew_manifest["spec"]["platforms"]:
