@@ -31,7 +31,7 @@ class Verdicts:
         if notes:
             return "keep", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(notes))
         if pod.is_terminal:
-            return "keep", f"phase {pod.phase}: not counted in utilization, no enabled plugin selects it"
+            return "keep", f"phase {pod.phase}: already finished, no enabled plugin selects it"
         return "keep", "no enabled plugin selects it"
 
 

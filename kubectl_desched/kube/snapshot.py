@@ -43,7 +43,11 @@ def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:
         raise UsageError(f"{name}: expected Kubernetes objects, found a {type(doc).__name__}")
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        item_kind = kind[: -len("List")]
         for item in doc["items"]:
+            # `kubectl get --raw` lists (metrics.k8s.io) leave the kind off their items.
+            if item_kind and isinstance(item, Mapping) and "kind" not in item:
+                item = {**item, "kind": item_kind}
             yield from _objects(item, name)
     elif "kind" not in doc:
         raise UsageError(f"{name}: an object without a kind (is this a kubectl get -o yaml output?)")
