@@ -10,12 +10,14 @@ import io
 import os
 import subprocess
 import tarfile
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement  # pytest's own dependency
 
 from kubectl_desched import __version__
 from tests.packaging.conftest import ROOT
@@ -63,6 +65,8 @@ def test_template_renders_to_a_valid_manifest() -> None:
 def test_generated_manifest_is_valid_and_matches_the_archives(krew_dist: Path, krew_manifest: dict) -> None:
     assert validate(krew_manifest, "desched.yaml") == []
     assert krew_manifest["spec"]["version"] == f"v{__version__}"
+    text = (krew_dist / "desched.yaml").read_text()
+    assert text.startswith("apiVersion: ") and "{{" not in text  # no template comment, no placeholder left
     sums = dict(line.split("  ")[::-1] for line in (krew_dist / "SHA256SUMS").read_text().splitlines())
     assert len(sums) == 4
     for platform in krew_manifest["spec"]["platforms"]:
@@ -225,3 +229,18 @@ def test_archive_rules(members: list, expected: str | None, tmp_path: Path) -> N
     assert errors == [] if expected is None else any(expected in e for e in errors), errors
     platform["sha256"] = "0" * 64
     assert any("does not match" in e for e in archive_errors(platform, archive))
+
+
+def test_lock_pins_every_dependency_of_the_package() -> None:
+    """A dependency added to pyproject but not to krew/requirements.lock would be missing from the archives."""
+    pins = {}
+    for line in (ROOT / "krew" / "requirements.lock").read_text().splitlines():
+        pin = line.split("#")[0].strip()
+        if pin:
+            name, version = pin.split("==")
+            pins[name] = version
+    for dependency in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        requirement = Requirement(dependency)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not in krew/requirements.lock: run scripts/build-krew --lock"
+        assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} does not satisfy {requirement}"
