@@ -2525,7 +2525,7 @@ def _realize(d: _Draft, scale: float) -> None:
         w.containers.append(Container(sname, simage, sreq, slim, ports=(("metrics", sport),)))
     w.init_containers = []
     if d.init:
-        icpu, imem = min(cpu, 50), min(mem, 64 * MI)
+        icpu, imem = min(cpu, 50), min(mem, _snap(64 * MI, mem_ladder))  # on the ladder: limit >= request
         ireq, ilim = res(icpu, imem, 1.0 if mult_c else None, 1.0)
         if d.init == "native-sidecar":
             w.init_containers.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -22,10 +23,10 @@ from kubectl_desched.evictors.migration import MigrationEvictor, job_doc, phase_
 from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
-from kubectl_desched.framework.runner import Scope, considered_nodes, run
+from kubectl_desched.framework.runner import Scope, considered_nodes, needs_whole_cluster, run
 from kubectl_desched.kube.access import AccessCheckUnavailable
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
-from kubectl_desched.kube.live import read_cluster
+from kubectl_desched.kube.live import read_cluster, read_node
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.policy import Policy
@@ -153,7 +154,8 @@ class _Progress:
             sys.stderr.flush()
 
 
-def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None) -> Loaded:
+def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None) -> Loaded:
+    """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.from_files:
         if opts.yes or opts.dry_run == "server":
@@ -165,6 +167,12 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None) ->
             if kind not in state.extra:
                 how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
                 raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
+    elif one_node is not None:
+        conn = connect(opts.kube)
+        found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
+        if found is None:
+            raise DeschedError(f'node "{one_node}" not found')
+        return Loaded(found, conn, scope, text)  # --nodes may name nodes this read does not see
     else:
         conn = connect(opts.kube)
         progress = _Progress()
@@ -173,6 +181,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None) ->
             state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
         finally:
             progress.done()
+    gc.freeze()  # the state lives as long as the command: later collections need not scan its million objects
     if scope.node_names:
         missing = sorted(scope.node_names - set(state.nodes))
         if missing:
@@ -420,14 +429,18 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     return _show_explanation(plan, doc, explain_pod_text, opts.output)
 
 
-def explain_node(opts: Options, policy: Policy, node_name: str) -> int:
+def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
+    """Live, the node and its pods are read alone unless --full or the policy's filters or limits need every
+    node: plugins that need the other nodes are then estimated or listed as not evaluated."""
     for w in policy.warnings:
         warn(w)
-    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds())
+    one_node = not full and not opts.from_files and needs_whole_cluster(policy) is None
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+                  one_node=node_name if one_node else None)
     node = loaded.state.nodes.get(node_name)
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')
-    plan = run(policy, loaded.state, loaded.scope)
+    plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(loaded.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
     return _show_explanation(plan, doc, explain_node_text, opts.output)

@@ -509,11 +509,14 @@ def explain_pod(pod_name: str, **kw: Any) -> None:
 @plugin_options
 @deschedule_options
 @limit_options
-def explain_node(node_name: str, **kw: Any) -> None:
+@click.option("--full", is_flag=True,
+              help="Read the whole cluster and evaluate every plugin; by default only this node and its pods are "
+                   "read, and plugins that need the other nodes are estimated or listed as not evaluated.")
+def explain_node(node_name: str, full: bool, **kw: Any) -> None:
     """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
     opts = _options_from(kw)
     policy = build_policy(_registry(), kw, "balance", EXPLAIN_DEFAULT)
-    sys.exit(app.explain_node(opts, policy, node_name))
+    sys.exit(app.explain_node(opts, policy, node_name, full=full))
 
 
 def _args_text(defaults: dict[str, Any]) -> str:

@@ -27,12 +27,16 @@ class Verdicts:
             why = ev.why_kept(pod)
             if why:
                 return "keep", f"protected: {why}"
+        maybe = self.plan.maybe.get(id(pod))
+        if maybe:
+            return "maybe", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(maybe))
         notes = self.plan.notes.get(id(pod))
         if notes:
             return "keep", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(notes))
+        which = "no plugin evaluated on this node alone" if self.plan.not_evaluated else "no enabled plugin"
         if pod.is_terminal:
-            return "keep", f"phase {pod.phase}: already finished, no enabled plugin selects it"
-        return "keep", "no enabled plugin selects it"
+            return "keep", f"phase {pod.phase}: already finished, {which} selects it"
+        return "keep", f"{which} selects it"
 
 
 def node_status(node: Node, considered: bool) -> str:
@@ -52,6 +56,9 @@ def explain_node_doc(plan: EvictionPlan, node: Node, considered: bool) -> dict[s
         "status": node_status(node, considered),
         "plugins": [{"plugin": r.plugin, "class": r.klass, "detail": r.detail}
                     for r in plan.node_reports.get(node.name, [])],
+        "read": "node" if plan.one_node else "cluster",
+        "estimated": list(plan.estimated),  # classified from this node alone; their "maybe" verdicts are estimates
+        "notEvaluated": list(plan.not_evaluated),  # need the other nodes' pods: run with --full
         "pods": [dict(zip(("namespace", "pod", "verdict", "why"), (p.namespace, p.name, *verdicts.of(p)), strict=True))
                  for p in pods],
     }
@@ -63,6 +70,13 @@ def explain_node_text(doc: dict[str, Any]) -> str:
         lines.append("  no plugin classified this node")
     for r in doc["plugins"]:
         lines.append(f"  {r['plugin']}: {r['class']}: {r['detail']}")
+    if doc.get("estimated") or doc.get("notEvaluated"):
+        lines.append("  Only this node and its pods were read:")
+        if doc.get("estimated"):
+            lines.append(f"    estimated from this node alone (MAYBE verdicts): {', '.join(doc['estimated'])}")
+        if doc.get("notEvaluated"):
+            lines.append(f"    not evaluated, they need every node's pods: {', '.join(doc['notEvaluated'])}")
+        lines.append(f"    kubectl desched explain node {doc['node']} --full reads the whole cluster and evaluates all")
     lines.append("")
     rows = [[p["namespace"], p["pod"], p["verdict"].upper(), p["why"]] for p in doc["pods"]]
     lines.append(tabulate(rows, headers=["NAMESPACE", "POD", "VERDICT", "WHY"], tablefmt="plain") if rows

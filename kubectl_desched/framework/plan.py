@@ -63,6 +63,12 @@ class EvictionPlan:
         self.messages: list[tuple[str, str]] = []  # (plugin, text)
         self.errors: list[str] = []
         self.evictors: list[ProfileEvictor] = []
+        # A run on one node (explain's quick read): plugins that need the other nodes were not run; some
+        # estimated from the node alone, with the pods that could move (id(pod) -> (plugin, why)).
+        self.one_node = False
+        self.not_evaluated: list[str] = []
+        self.estimated: list[str] = []
+        self.maybe: dict[int, list[tuple[str, str]]] = defaultdict(list)
         self._per_node: Counter[str] = Counter()
         self._per_ns: Counter[str] = Counter()
         self._pdb_used: Counter[tuple[str, str]] = Counter()

@@ -79,11 +79,31 @@ def _build(use: PluginUse, handle: PluginHandle, source: str) -> Plugin:
         raise DeschedError(f"plugin {use.spec.name} could not start: {type(e).__name__}: {e}") from None
 
 
+def reads_one_node(use: PluginUse) -> bool:
+    check = getattr(use.spec.factory, "reads_one_node", None)
+    return bool(check is not None and check(use.args))
+
+
+def needs_whole_cluster(policy: Policy) -> str | None:
+    """Why no verdict at all can come from one node alone: limits or filters that look across nodes."""
+    if policy.limits.total is not None or policy.limits.per_namespace is not None:
+        return "maxNoOfPodsToEvictTotal and maxNoOfPodsToEvictPerNamespace count evictions on every node"
+    for prof in policy.profiles:
+        for use in (*prof.filters, *prof.pre_eviction_filters):
+            if not reads_one_node(use):
+                return f"{use.spec.name} with these args looks at other nodes"
+    return None
+
+
 def run(policy: Policy, state: ClusterState, scope: Scope,
-        on_plugin: Callable[[str, str], None] | None = None) -> EvictionPlan:
+        on_plugin: Callable[[str, str], None] | None = None, *, one_node: bool = False) -> EvictionPlan:
+    """With one_node, the state holds one node and its pods (explain's quick read): plugins that need the
+    other nodes are not run, only estimated where they can be (NodeEstimate) and listed in the plan."""
     plan = EvictionPlan(state, policy.limits)
+    plan.one_node = one_node
     all_nodes = considered_nodes(state, policy, scope)
     runs: list[tuple[str, Plugin, list[Node]]] = []
+    estimates: list[tuple[Plugin, list[Node]]] = []
     for prof in policy.profiles:
         evictor = ProfileEvictor(plan, prof.name, scope.check_pod)
         plan.evictors.append(evictor)
@@ -97,9 +117,14 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
         evictor.filters = [instance(u) for u in prof.filters]
         evictor.pre_filters = [instance(u) for u in prof.pre_eviction_filters]
         nodes = [n for n in all_nodes if prof.node_selector is None or prof.node_selector(n.labels)]
-        runs += [("deschedule", instance(u), nodes) for u in prof.deschedule]
-        runs += [("balance", instance(u), nodes) for u in prof.balance]
-    if _too_few_nodes(state, policy, plan):
+        for point, uses in (("deschedule", prof.deschedule), ("balance", prof.balance)):
+            for u in uses:
+                if one_node and not reads_one_node(u):
+                    estimates.append((instance(u), nodes))
+                else:
+                    runs.append((point, instance(u), nodes))
+    # The quick read of one node cannot count the cluster's Ready nodes; the full read (--full) does.
+    if not one_node and _too_few_nodes(state, policy, plan):
         return plan
     for point in ("deschedule", "balance"):
         for p, plugin, nodes in runs:
@@ -116,4 +141,18 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                 raise
             except Exception as e:  # one failing plugin does not hide the others' results
                 plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
+    for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
+        _estimate(plan, plugin, nodes)
     return plan
+
+
+def _estimate(plan: EvictionPlan, plugin: Plugin, nodes: list[Node]) -> None:
+    estimate = getattr(plugin, "estimate_node", None)
+    results = [estimate(n) for n in nodes] if estimate is not None else [None]
+    if any(r is None for r in results):
+        plan.not_evaluated.append(plugin.name)
+        return
+    plan.estimated.append(plugin.name)
+    for pods in results:
+        for pod, why in pods or ():
+            plan.maybe[id(pod)].append((plugin.name, why))

@@ -73,6 +73,13 @@ class Plugin(ABC):
         self.args = args
         self.handle = handle
 
+    @classmethod
+    def reads_one_node(cls, args: Any) -> bool:
+        """Whether its verdicts on a node's pods need only that node, its pods and cluster-wide settings (PDBs,
+        namespaces, priority classes, PVCs). `explain node` then runs it on a quick read of that one node;
+        otherwise the quick read reports it as not evaluated (see NodeEstimate)."""
+        return False
+
 
 class DeschedulePlugin(Plugin):
     """Checks pods one by one against a rule they no longer meet."""
@@ -97,3 +104,13 @@ class EvictorPlugin(Plugin):
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         return None
+
+
+class NodeEstimate(Protocol):
+    """A plugin that needs the whole cluster but can say something from one node alone, for explain's quick
+    read: e.g. the node's class under static thresholds."""
+
+    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
+        """Report the node's class (handle.report_node) from the node alone and return the pods that could move,
+        with why; None when even that needs the other nodes."""
+        ...

@@ -4,15 +4,18 @@ client's transport, turned page by page into the lean model (never into the clie
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import quote
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.model import ParseError, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import ParseError, cycle_collector_paused, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.state import ClusterState
 
 Progress = Callable[[str, int], None]
@@ -62,6 +65,12 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
     JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException.
     `timeout` replaces the connection's (--request-timeout) for this call."""
+    data = request_raw(conn, method, path, query=query, body=body, timeout=timeout)
+    return json.loads(data) if data else None
+
+
+def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
+                body: Any = None, timeout: float | tuple[float, float] | None = None) -> bytes:
     api = conn.api
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
     method, url, headers, body, post = api.param_serialize(
@@ -72,7 +81,7 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
     data = resp.read()
     if not 200 <= resp.status <= 299:
         raise ApiException(http_resp=resp)
-    return json.loads(data) if data else None
+    return data
 
 
 def bounded_timeout(conn: Connection, read: float = 30.0) -> tuple[float, float]:
@@ -86,30 +95,52 @@ class ListExpired(Exception):
     """The continue token expired (410 Gone) during a long paginated read."""
 
 
+# The apiserver writes a list's metadata before its items, so the next page's token is in the first bytes.
+PEEK = 4096
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
+
+
 def list_pages(conn: Connection, path: str, *, field_selector: str | None = None,
                progress: Progress | None = None, label: str = "") -> Iterator[list[Mapping[str, Any]]]:
-    """Yield the items of a LIST page by page; raises ListExpired on 410 Gone mid-list."""
-    cont, seen = "", 0
-    while True:
+    """Yield the items of a LIST page by page; raises ListExpired on 410 Gone mid-list. The next page is
+    requested while this one is parsed (the server works while we do), on one helper thread."""
+
+    def fetch(cont: str) -> bytes:
         query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
         if cont:
             query.append(("continue", cont))
         if field_selector:
             query.append(("fieldSelector", field_selector))
         try:
-            page = request_json(conn, "GET", path, query=query)
+            return request_raw(conn, "GET", path, query=query)
         except ApiException as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
             raise
-        items = page.get("items") or []
-        seen += len(items)
-        if progress:
-            progress(label, seen)
-        yield items
-        cont = (page.get("metadata") or {}).get("continue") or ""
-        if not cont:
-            return
+
+    seen = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list") as pool:
+        raw = pool.submit(fetch, "").result()
+        while True:
+            peek = _CONTINUE.search(raw, 0, PEEK)
+            ahead = peek.group(1).decode() if peek else ""
+            following = pool.submit(fetch, ahead) if ahead else None
+            page = json.loads(raw) if raw else {}
+            del raw
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if cont != ahead:  # the peek missed: ask for the right page
+                if following is not None:
+                    following.cancel()
+                following = pool.submit(fetch, cont) if cont else None
+            items = page.get("items") or []
+            del page
+            seen += len(items)
+            if progress:
+                progress(label, seen)
+            yield items
+            if following is None:
+                return
+            raw = following.result()
 
 
 def _read_all(conn: Connection, path: str, parse: Callable[[Mapping[str, Any]], Any], *,
@@ -153,6 +184,7 @@ def _read_extra(conn: Connection, kind: str) -> list[Any]:
         raise
 
 
+@cycle_collector_paused()
 def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
                  warn: Callable[[str], None] = lambda _m: None, kinds: set[str] | frozenset[str] = frozenset()
                  ) -> ClusterState:
@@ -173,14 +205,49 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                                  progress=progress, label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
-        try:
-            pdbs = _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
-        except ApiException as e:
-            if e.status not in (403, 404):
-                raise
-            warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
-            pdbs = []
+        pdbs = _read_pdbs(conn, warn)
         extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
+
+
+def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[str] | None = None) -> list[Any]:
+    """Every PDB, or those of some namespaces (a few concurrent small LISTs instead of thousands of PDBs)."""
+    try:
+        if namespaces is None:
+            return _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
+        paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
+            return [b for found in pool.map(lambda p: _read_all(conn, p, pdb_from_json), paths) for b in found]
+    except ApiException as e:
+        if e.status not in (403, 404):
+            raise
+        warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
+        return []
+
+
+@cycle_collector_paused()
+def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lambda _m: None,
+              kinds: set[str] | frozenset[str] = frozenset()) -> ClusterState | None:
+    """`explain node`'s quick read: that node, its pods (field selector spec.nodeName) and the cluster-wide
+    settings (the PDBs of its pods' namespaces, the extra kinds), none of the other nodes' pods. None when the
+    node does not exist."""
+    what = f"reading node {name}"
+    try:
+        try:
+            node = node_from_json(request_json(conn, "GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+            pods = _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
+                             label="pods")
+        except ParseError as e:
+            raise DeschedError(f"{what}: {e}") from None
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
+        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+        raise describe_api_error(e, what, conn.server) from None
+    return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
+                        extra=extra)

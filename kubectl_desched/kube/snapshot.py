@@ -1,30 +1,38 @@
 """Read a cluster state from files: `kubectl get nodes,pods,pdb -A -o yaml|json` output,
-single objects, Lists, or multi-document YAML. `-` reads standard input."""
+single objects, Lists, or multi-document YAML. `-` reads standard input.
+
+JSON is streamed (kube/jsonstream.py): each object becomes its lean model as soon as it is parsed, so a
+150,000-pod snapshot needs a few hundred MB instead of the many GB its parsed dicts would take."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
 from kubectl_desched.errors import UsageError
-from kubectl_desched.model import ParseError, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.kube.jsonstream import stream_json
+from kubectl_desched.model import (
+    Node,
+    ParseError,
+    Pod,
+    PodDisruptionBudget,
+    cycle_collector_paused,
+    node_from_json,
+    pdb_from_json,
+    pod_from_json,
+)
 from kubectl_desched.state import ClusterState
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster where the wheel has it
 
 
-def _documents(text: str, name: str) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{name}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+def _yaml_documents(text: str, name: str) -> list[Any]:
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as e:
@@ -55,41 +63,121 @@ def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:
         yield doc
 
 
-def read_text(path: str) -> str:
+@contextlib.contextmanager
+def _opened(path: str) -> Iterator[TextIO]:
     if path == "-":
-        return sys.stdin.read()
+        yield sys.stdin
+        return
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below, errors named by the caller
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text file") from None
+    with f:
+        yield f
 
 
+def _read_all(f: TextIO, path: str) -> str:
+    try:
+        return f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+
+
+def read_text(path: str) -> str:
+    with _opened(path) as f:
+        try:
+            return _read_all(f, path)
+        except UnicodeDecodeError:
+            raise UsageError(f"{path}: not a text file") from None
+
+
+class _Collector:
+    """Turns raw objects into the lean model as they arrive, so no raw dict outlives its object."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.pods: list[Pod] = []
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.extra: dict[str, list[Any]] = defaultdict(list)
+
+    def add(self, doc: Any, name: str) -> None:
+        for obj in _objects(doc, name):
+            kind = obj.get("kind")
+            try:
+                if kind == "Node":
+                    self.nodes.append(node_from_json(obj))
+                elif kind == "Pod":
+                    self.pods.append(pod_from_json(obj))
+                elif kind == "PodDisruptionBudget":
+                    self.pdbs.append(pdb_from_json(obj))
+                else:
+                    self.extra[str(kind)].append(obj)
+            except ParseError as e:
+                raise UsageError(f"{name}: {e}") from None
+            except (AttributeError, TypeError, ValueError) as e:
+                raise UsageError(f"{name}: malformed {kind}: {e}") from None
+
+    def merge(self, other: _Collector) -> None:
+        self.nodes += other.nodes
+        self.pods += other.pods
+        self.pdbs += other.pdbs
+        for kind, objs in other.extra.items():
+            self.extra[kind] += objs
+
+
+def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
+    """Stream a JSON file: a List's items (or a top-level array's elements) become lean objects one by one."""
+    items = _Collector()
+    bad: list[UsageError] = []
+    kindless: list[Any] = []  # items of a `kubectl get --raw` list (metrics.k8s.io): their List names their kind
+
+    def add(item: Any) -> None:
+        if isinstance(item, Mapping) and "kind" not in item:
+            kindless.append(item)
+        elif not bad:
+            try:
+                items.add(item, name)
+            except UsageError as e:
+                bad.append(e)  # a syntax error further on is named first, as a whole-file parse would
+
+    try:
+        rest = stream_json(f, head, add)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{name}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    if bad:
+        raise bad[0]
+    list_kind = rest.get("kind") if rest is not None else None
+    if kindless:
+        of = list_kind[: -len("List")] if isinstance(list_kind, str) and list_kind.endswith("List") else ""
+        for item in kindless:
+            items.add({**item, "kind": of} if of else item, name)  # without a List kind: the usual error
+    if rest is None or (isinstance(list_kind, str) and list_kind.endswith("List")):
+        into.merge(items)
+    else:
+        # Not a List after all (its kind came after its items): it is one object, as json.load would read it;
+        # only its "items" field is not kept.
+        into.add(rest, name)
+
+
+@cycle_collector_paused()
 def load_snapshot(paths: Iterable[str]) -> ClusterState:
-    nodes, pods, pdbs = [], [], []
-    extra: dict[str, list[Any]] = defaultdict(list)
+    found = _Collector()
     names = []
     for path in paths:
         name = "<stdin>" if path == "-" else path
         names.append(name)
-        for doc in _documents(read_text(path), name):
-            for obj in _objects(doc, name):
-                kind = obj.get("kind")
-                try:
-                    if kind == "Node":
-                        nodes.append(node_from_json(obj))
-                    elif kind == "Pod":
-                        pods.append(pod_from_json(obj))
-                    elif kind == "PodDisruptionBudget":
-                        pdbs.append(pdb_from_json(obj))
-                    else:
-                        extra[str(kind)].append(obj)
-                except ParseError as e:
-                    raise UsageError(f"{name}: {e}") from None
-                except (AttributeError, TypeError, ValueError) as e:
-                    raise UsageError(f"{name}: malformed {kind}: {e}") from None
-    if not nodes:
+        with _opened(path) as f:
+            try:
+                head = f.read(4096)
+                if head.lstrip()[:1] in ("{", "["):
+                    _read_json(f, head, name, found)
+                else:
+                    for doc in _yaml_documents(head + _read_all(f, path), name):
+                        found.add(doc, name)
+            except UnicodeDecodeError:
+                raise UsageError(f"{path}: not a text file") from None
+            except OSError as e:
+                raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    if not found.nodes:
         raise UsageError(f"{', '.join(names)}: no Node objects found (use: kubectl get nodes,pods,pdb -A -o yaml)")
-    return ClusterState(nodes, pods, pdbs, source="file " + ", ".join(names), extra=extra)
+    return ClusterState(found.nodes, found.pods, found.pdbs, source="file " + ", ".join(names), extra=found.extra)

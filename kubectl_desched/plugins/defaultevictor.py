@@ -165,6 +165,11 @@ class DefaultEvictor(EvictorPlugin):
             for o in handle.state.extra.get("PersistentVolumeClaim", [])
         }
 
+    @classmethod
+    def reads_one_node(cls, args: DefaultEvictorArgs) -> bool:
+        # nodeFit looks at every other node; minReplicas counts the owner's pods on every node
+        return not args.node_fit and args.min_replicas <= 1
+
     @staticmethod
     def required_kinds(args: DefaultEvictorArgs) -> set[str]:
         """Objects beyond nodes, pods and PDBs that these args need the source to read."""

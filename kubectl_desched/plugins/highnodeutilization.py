@@ -54,16 +54,11 @@ class HighNodeUtilization(BalancePlugin):
         under: list[Node] = []
         targets: list[Node] = []
         for n in nodes:
-            p = pct[n.name]
-            if nu.below(p, args.thresholds):  # unschedulable nodes are sources too: they should empty
+            klass = self._classify(n, pct[n.name])
+            if klass == "under-utilized":
                 under.append(n)
-                klass = "under-utilized"
-            elif n.unschedulable:
-                klass = "unschedulable"
-            else:
+            elif klass == "appropriately utilized":
                 targets.append(n)
-                klass = "appropriately utilized"
-            handle.report_node(n.name, klass, f"{nu.describe(p, self.named)} ({limits})")
 
         why_not = self._nothing_to_do(under, targets, nodes)
         if why_not:
@@ -87,6 +82,28 @@ class HighNodeUtilization(BalancePlugin):
             reason = f"node under-utilized: {nu.describe(pct[n.name], self.named)} ({limits}); packing elsewhere"
             if not loop.run(n, used[n.name], stop, lambda reason=reason: reason):
                 return
+
+    def _classify(self, n: Node, p: dict[str, float]) -> str:
+        if nu.below(p, self.args.thresholds):  # unschedulable nodes are sources too: they should empty
+            klass = "under-utilized"
+        elif n.unschedulable:
+            klass = "unschedulable"
+        else:
+            klass = "appropriately utilized"
+        limits = f"under <= {nu.describe(self.args.thresholds, self.named)}"
+        self.handle.report_node(n.name, klass, f"{nu.describe(p, self.named)} ({limits})")
+        return klass
+
+    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
+        """The node's class from its own usage; on an under-utilized node, the pods that could move."""
+        pct = nu.percentages(nu.usage(self.handle.state, node, self.tracked), node)
+        if self._classify(node, pct) != "under-utilized":
+            return []
+        args = self.args
+        excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
+        return nu.could_move(self.handle, node, excluded, "the node is under-utilized; whether it moves depends on "
+                                                         "the room on the other nodes",
+                             self._requests_thresholding if self.only_thresholding else None)
 
     def _nothing_to_do(self, under: list[Node], targets: list[Node], nodes: list[Node]) -> str:
         why = nu.nothing_to_do(under, nodes, self.args.number_of_nodes)

@@ -145,18 +145,11 @@ class LowNodeUtilization(BalancePlugin):
         under: list[Node] = []
         over: list[Node] = []
         for n in nodes:
-            p = pct[n.name]
-            limits = f"under <= {nu.describe(low, self.named)}; over > {nu.describe(high, self.named)}"
-            if nu.below(p, low) and not n.unschedulable:
+            klass = self._classify(n, pct[n.name], low, high)
+            if klass == "under-utilized":
                 under.append(n)
-                klass = "under-utilized"
-            elif nu.above(p, high):
+            elif klass == "over-utilized":
                 over.append(n)
-                klass = "over-utilized"
-            else:
-                klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
-            basis = "actual usage " if args.actual_usage else ""
-            handle.report_node(n.name, klass, f"{basis}{nu.describe(p, self.named)} ({limits})")
 
         why_not = self._nothing_to_do(under, over, nodes)
         if why_not:
@@ -189,6 +182,30 @@ class LowNodeUtilization(BalancePlugin):
 
             if not loop.run(n, u, stop, reason, node_limit):
                 return
+
+    def _classify(self, n: Node, p: dict[str, float], low: dict[str, float], high: dict[str, float]) -> str:
+        limits = f"under <= {nu.describe(low, self.named)}; over > {nu.describe(high, self.named)}"
+        if nu.below(p, low) and not n.unschedulable:
+            klass = "under-utilized"
+        elif nu.above(p, high):
+            klass = "over-utilized"
+        else:
+            klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
+        basis = "actual usage " if self.args.actual_usage else ""
+        self.handle.report_node(n.name, klass, f"{basis}{nu.describe(p, self.named)} ({limits})")
+        return klass
+
+    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
+        """The node's class from its own usage; on an over-utilized node, the pods that could move."""
+        args = self.args
+        if args.use_deviation_thresholds or args.actual_usage:
+            return None  # the thresholds follow the average of every node; metrics are not read for one node
+        pct = nu.percentages(nu.usage(self.handle.state, node, self.tracked), node)
+        if self._classify(node, pct, dict(args.thresholds), dict(args.target_thresholds)) != "over-utilized":
+            return []
+        excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
+        return nu.could_move(self.handle, node, excluded, "the node is over-utilized; whether it moves depends on "
+                                                         "the room on under-utilized nodes")
 
     def _nothing_to_do(self, under: list[Node], over: list[Node], nodes: list[Node]) -> str:
         why = nu.nothing_to_do(under, nodes, self.args.number_of_nodes)

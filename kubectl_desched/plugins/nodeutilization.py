@@ -72,6 +72,14 @@ def eviction_order(pods: list[Pod]) -> list[Pod]:
     )
 
 
+def could_move(handle: Any, node: Node, excluded: set[str], why: str,
+               pod_filter: Callable[[Pod], bool] | None = None) -> list[tuple[Pod, str]]:
+    """The pods SourceEviction would try on this node, in its order, for an estimate that has only this node."""
+    evictor = handle.evictor
+    return [(p, why) for p in eviction_order([p for p in handle.state.pods_on_node(node.name) if not p.is_terminal])
+            if p.namespace not in excluded and evictor.filter(p) and (pod_filter is None or pod_filter(p))]
+
+
 def fmt_pct(v: float) -> str:
     return f"{v:.1f}%".replace(".0%", "%")
 

@@ -99,6 +99,10 @@ class PodLifeTime(DeschedulePlugin):
         self.states = frozenset(args.states)
         self.exit_codes = frozenset(args.exit_codes)
 
+    @classmethod
+    def reads_one_node(cls, args: object) -> bool:
+        return True  # each pod is judged on its own node
+
     def deschedule(self, nodes: list[Node]) -> None:
         state = self.handle.state
         picked: list[tuple[Pod, str]] = []

@@ -59,6 +59,10 @@ class RemoveFailedPods(DeschedulePlugin):
         self.exit_codes = frozenset(args.exit_codes)
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
 
+    @classmethod
+    def reads_one_node(cls, args: object) -> bool:
+        return True  # each pod is judged on its own node
+
     def deschedule(self, nodes: list[Node]) -> None:
         state = self.handle.state
         for node in nodes:

@@ -55,6 +55,10 @@ class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
     def restarts(self, pod: Pod) -> int:
         return sum(cs.restarts for cs in containers(pod, self.args.including_init_containers))
 
+    @classmethod
+    def reads_one_node(cls, args: object) -> bool:
+        return True  # each pod is judged on its own node
+
     def deschedule(self, nodes: list[Node]) -> None:
         state = self.handle.state
         for node in nodes:

@@ -56,6 +56,10 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
             return False
         return self.included is None or _named(taint, self.included)
 
+    @classmethod
+    def reads_one_node(cls, args: object) -> bool:
+        return True  # each pod is judged on its own node
+
     def deschedule(self, nodes: list[Node]) -> None:
         handle, evictor = self.handle, self.handle.evictor
         for node in nodes:

@@ -125,10 +125,16 @@ class LocalCluster:
     mentions, so every request it makes beyond discovery gets 403.
     """
 
-    def __init__(self, bin_dir: Path | str, work_dir: Path | str, *, start_timeout: float = 60.0) -> None:
+    def __init__(self, bin_dir: Path | str, work_dir: Path | str, *, start_timeout: float = 60.0,
+                 etcd_args: Sequence[str] = (), apiserver_args: Sequence[str] = (), keep_data: bool = False) -> None:
+        """``etcd_args``/``apiserver_args`` are appended to the flags below (a later flag wins);
+        ``keep_data`` starts on the etcd data already in ``work_dir`` (benchmarks reuse a loaded cluster)."""
         self.bin_dir = Path(bin_dir)
         self.work_dir = Path(work_dir)
         self.start_timeout = start_timeout
+        self.etcd_args = list(etcd_args)
+        self.apiserver_args = list(apiserver_args)
+        self.keep_data = keep_data
         self.tokens = {ADMIN_USER: secrets.token_hex(16), LIMITED_USER: secrets.token_hex(16)}
         self.etcd_url = ""
         self.server = ""
@@ -172,7 +178,7 @@ class LocalCluster:
 
     def _start_once(self) -> None:
         if self.work_dir.exists():
-            for name in ("etcd-data", "certs"):
+            for name in ("certs",) if self.keep_data else ("etcd-data", "certs"):
                 shutil.rmtree(self.work_dir / name, ignore_errors=True)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._ssl = None
@@ -209,6 +215,7 @@ class LocalCluster:
                 "--initial-cluster-state=new",
                 "--unsafe-no-fsync",  # throw-away data: skip fsync for speed
                 "--log-level=warn",
+                *self.etcd_args,
             ],
             self.etcd_log,
         )
@@ -260,6 +267,7 @@ class LocalCluster:
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 "--v=1",
+                *self.apiserver_args,
             ],
             self.apiserver_log,
         )

@@ -50,15 +50,27 @@ def test_preview_lists_candidates_and_explains(cluster: Any, namespace: str) -> 
     assert not any(_terminating(cluster, namespace, p) for p in EXPECTED)
 
     explained = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json",
-                        "--plugin", "LowNodeUtilization")
+                        "--plugin", "LowNodeUtilization", "--full")
     assert explained.returncode == 0, explained.stderr
-    verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in as_json(explained)["pods"]}
+    full = as_json(explained)
+    verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in full["pods"]}
     assert verdicts["agent"] == ("keep", "protected: DaemonSet pod")
     assert verdicts["web-0"][0] == "evict" and "LowNodeUtilization: node over target" in verdicts["web-0"][1]
     assert verdicts["web-5"] == ("keep", "LowNodeUtilization: not moved: node is back under the target thresholds")
-    every = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json")
+    every = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json", "--full")
     by_default = {p["pod"]: p["why"] for p in as_json(every)["pods"]}
     assert by_default["web-5"].startswith("RemoveDuplicates: 3 pods of ReplicaSet")  # every plugin, by default
+
+    # Without --full only the node and its pods are read: the class is the same, the moves are estimates.
+    quick = as_json(desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-over", *scope, "-o", "json",
+                            "--plugin", "LowNodeUtilization"))
+    assert quick["read"] == "node" and quick["estimated"] == ["LowNodeUtilization"]
+    assert quick["plugins"] == full["plugins"]
+    guesses = {p["pod"]: (p["verdict"], p["why"]) for p in quick["pods"]}
+    assert guesses["agent"] == verdicts["agent"]
+    assert sorted(p for p, (v, _) in verdicts.items() if v == "evict") == EXPECTED
+    assert all(guesses[p][0] == "maybe" for p in EXPECTED)
+    assert guesses["web-5"][0] == "maybe"  # the full read stops before it: that needs the under-utilized nodes
 
 
 def test_live_candidates_equal_snapshot_candidates(cluster: Any, namespace: str, tmp_path: Path) -> None:

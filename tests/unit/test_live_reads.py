@@ -3,6 +3,8 @@ errors turned into one line. The transport is replaced here; tests/integration r
 
 from __future__ import annotations
 
+import json
+import threading
 from typing import Any
 
 import pytest
@@ -15,17 +17,33 @@ from tests import builders as b
 
 
 class FakeServer:
-    """Serves /api/v1/nodes, /api/v1/pods and PDBs two items per page; can expire one continue token."""
+    """Serves /api/v1/nodes (and one node), /api/v1/pods and PDBs two items per page, as raw JSON with the
+    metadata first as the apiserver writes it (or last); can expire one continue token."""
 
-    def __init__(self, nodes: list[dict], pods: list[dict], expire_once: bool = False) -> None:
+    def __init__(self, nodes: list[dict], pods: list[dict], expire_once: bool = False,
+                 metadata_last: bool = False) -> None:
         self.lists = {"/api/v1/nodes": nodes, "/api/v1/pods": pods, "/apis/policy/v1/poddisruptionbudgets": []}
         self.expire_once = expire_once
+        self.metadata_last = metadata_last
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.asked = threading.Event()  # set when a page after the first is requested
 
-    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None) -> Any:
+    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
+                 timeout: Any = None) -> bytes:
         q = dict(query or [])
         self.calls.append((path, q))
-        items = self.lists[path]
+        if q.get("continue"):
+            self.asked.set()
+        if path.startswith("/api/v1/nodes/"):
+            found = [n for n in self.lists["/api/v1/nodes"] if n["metadata"]["name"] == path.rsplit("/", 1)[1]]
+            if not found:
+                raise ApiException(status=404, reason="Not Found")
+            return json.dumps(found[0]).encode()
+        if path.startswith("/apis/policy/v1/namespaces/"):
+            ns = path.split("/")[5]
+            items = [b for b in self.lists["/apis/policy/v1/poddisruptionbudgets"] if b["metadata"]["namespace"] == ns]
+        else:
+            items = self.lists[path]
         if "fieldSelector" in q and q["fieldSelector"].startswith("spec.nodeName="):
             node = q["fieldSelector"].split("=", 1)[1]
             items = [i for i in items if i["spec"]["nodeName"] == node]
@@ -35,7 +53,9 @@ class FakeServer:
             raise ApiException(status=410, reason="Gone")
         page = items[start:start + 2]
         nxt = start + 2 if start + 2 < len(items) else None
-        return {"items": page, "metadata": {"continue": str(nxt) if nxt else ""}}
+        meta = {"resourceVersion": "7", "continue": f"{nxt:04d}" if nxt else ""}
+        doc = {"items": page, "metadata": meta} if self.metadata_last else {"metadata": meta, "items": page}
+        return json.dumps(doc).encode()
 
 
 def _conn() -> Connection:
@@ -50,7 +70,7 @@ def _objects() -> tuple[list[dict], list[dict]]:
 
 def test_pages_are_followed_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
     server = FakeServer(*_objects())
-    monkeypatch.setattr(live, "request_json", server)
+    monkeypatch.setattr(live, "request_raw", server)
     state = live.read_cluster(_conn())
     assert sorted(state.nodes) == ["n0", "n1", "n2"]
     assert sorted(p.name for p in state.pods) == [f"p{i}" for i in range(7)]
@@ -61,7 +81,7 @@ def test_pages_are_followed_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_an_expired_continue_token_restarts_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
     server = FakeServer(*_objects(), expire_once=True)
-    monkeypatch.setattr(live, "request_json", server)
+    monkeypatch.setattr(live, "request_raw", server)
     state = live.read_cluster(_conn())
     names = [p.name for p in state.pods]
     assert sorted(names) == [f"p{i}" for i in range(7)] and len(names) == 7  # no duplicates from the first try
@@ -71,7 +91,7 @@ def test_an_expired_continue_token_restarts_the_list(monkeypatch: pytest.MonkeyP
 
 def test_named_nodes_read_their_pods_by_field_selector(monkeypatch: pytest.MonkeyPatch) -> None:
     server = FakeServer(*_objects())
-    monkeypatch.setattr(live, "request_json", server)
+    monkeypatch.setattr(live, "request_raw", server)
     state = live.read_cluster(_conn(), node_names=["n1"])
     assert sorted(p.name for p in state.pods) == ["p1", "p4"]
     selectors = {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"}
@@ -82,7 +102,7 @@ def test_forbidden_lists_become_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
     def refuse(*_a: Any, **_k: Any) -> Any:
         raise ApiException(status=403, reason="Forbidden")
 
-    monkeypatch.setattr(live, "request_json", refuse)
+    monkeypatch.setattr(live, "request_raw", refuse)
     with pytest.raises(DeschedError) as err:
         live.read_cluster(_conn())
     assert str(err.value).startswith("reading the cluster: forbidden (403)")
@@ -97,8 +117,42 @@ def test_forbidden_pdbs_only_warn(monkeypatch: pytest.MonkeyPatch) -> None:
             raise ApiException(status=403, reason="Forbidden")
         return server(conn, method, path, **kw)
 
-    monkeypatch.setattr(live, "request_json", no_pdbs)
+    monkeypatch.setattr(live, "request_raw", no_pdbs)
     warnings: list[str] = []
     state = live.read_cluster(_conn(), warn=warnings.append)
     assert state.pdbs == [] and len(state.pods) == 7
     assert warnings and "PodDisruptionBudgets" in warnings[0]
+
+
+@pytest.mark.parametrize("metadata_last", [False, True])
+def test_the_next_page_is_asked_for_while_this_one_is_used(monkeypatch: pytest.MonkeyPatch,
+                                                           metadata_last: bool) -> None:
+    server = FakeServer(*_objects(), metadata_last=metadata_last)
+    monkeypatch.setattr(live, "request_raw", server)
+    if metadata_last:
+        monkeypatch.setattr(live, "PEEK", 40)  # the token is beyond the peek: found by the parse instead
+    pages = live.list_pages(_conn(), "/api/v1/pods")
+    first = next(pages)
+    assert server.asked.wait(5)  # requested before the caller asks for it
+    rest = [p for page in pages for p in page]
+    assert [p["metadata"]["name"] for p in first + rest] == [f"p{i}" for i in range(7)]
+    starts = [q.get("continue") for _path, q in server.calls]
+    assert starts == [None, "0002", "0004", "0006"]  # each page once, whether the token was peeked or parsed
+
+
+def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = _objects()
+    pods.append(b.pod("shop-1", "n1", namespace="shop"))
+    server = FakeServer(nodes, pods)
+    server.lists["/apis/policy/v1/poddisruptionbudgets"] = [
+        b.pdb("web", {"app": "web"}), b.pdb("cart", {"app": "cart"}, namespace="shop"),
+        b.pdb("other", {"app": "x"}, namespace="elsewhere")]
+    monkeypatch.setattr(live, "request_raw", server)
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and list(state.nodes) == ["n1"]
+    assert sorted(p.name for p in state.pods) == ["p1", "p4", "shop-1"]
+    assert sorted(x.name for x in state.pdbs) == ["cart", "web"]
+    paths = [path for path, _q in server.calls]
+    assert "/api/v1/nodes" not in paths and "/apis/policy/v1/poddisruptionbudgets" not in paths  # no full lists
+    assert {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"} == {"spec.nodeName=n1"}
+    assert live.read_node(_conn(), "nope") is None

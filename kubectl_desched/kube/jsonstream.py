@@ -1,0 +1,137 @@
+"""Read a big JSON document without holding it: the elements of its large arrays (a top-level array,
+or the "items" of a top-level object, as in `kubectl get -o json`) are handed over one at a time.
+
+`kubectl get pods -A -o json` of 150,000 pods is 3.5 GB; json.load of it needs 6-9 GB of dicts. Here
+only one chunk of text and one item's dicts are alive at a time. Each value is still parsed by the
+standard library's C scanner (JSONDecoder.raw_decode), so the speed is json.load's."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TextIO
+
+CHUNK = 1 << 23  # characters read at a time; an item cut by a chunk's end is parsed again, whole
+_WS = re.compile(r"[ \t\n\r]*")
+_decoder = json.JSONDecoder()
+
+
+class _Buffer:
+    """A window on the text; knows how many lines and columns lie before it, for error positions."""
+
+    def __init__(self, f: TextIO, head: str) -> None:
+        self.f = f
+        self.buf = head
+        self.pos = 0
+        self.eof = False
+        self.lines_before = 0  # newlines in the text already dropped
+        self.col_before = 0  # characters after the last dropped newline
+
+    def more(self) -> bool:
+        """Drop what has been read, append a chunk; False at the end of the input."""
+        if self.eof:
+            return False
+        chunk = self.f.read(CHUNK)
+        if not chunk:
+            self.eof = True
+            return False  # nothing moves: positions in the buffer stay valid for errors
+        dropped = self.buf[:self.pos]
+        nl = dropped.count("\n")
+        if nl:
+            self.lines_before += nl
+            self.col_before = len(dropped) - dropped.rfind("\n") - 1
+        else:
+            self.col_before += len(dropped)
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def error(self, msg: str, pos: int) -> json.JSONDecodeError:
+        """json's error, with the line and column in the whole input."""
+        buf = self.buf
+        line = self.lines_before + buf.count("\n", 0, pos) + 1
+        last = buf.rfind("\n", 0, pos)
+        col = pos - last if last >= 0 else self.col_before + pos + 1
+        e = json.JSONDecodeError(msg, "", 0)
+        e.lineno, e.colno, e.pos = line, col, pos
+        e.args = (f"{msg}: line {line} column {col}",)
+        return e
+
+    def skip_ws(self) -> str:
+        """Skip whitespace; the next character, "" at the end."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        c = self.skip_ws()
+        if not c or c not in chars:
+            raise self.error(f"Expecting {what}", self.pos)
+        self.pos += 1
+        return c
+
+    def value(self) -> Any:
+        """Parse one whole value at the current position, reading on while it is cut by the buffer's end."""
+        self.skip_ws()
+        while True:
+            try:
+                obj, end = _decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                # An error at the very end, or a string still open, may just be a value cut in two.
+                cut = e.pos >= len(self.buf) - 16 or e.msg.startswith("Unterminated string")
+                if cut and self.more():
+                    continue
+                raise self.error(e.msg, e.pos) from None
+            if end == len(self.buf) and not self.eof and self.more():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return obj
+
+
+def _array(b: _Buffer, each: Callable[[Any], None]) -> None:
+    b.expect("[", "'['")
+    if b.skip_ws() == "]":
+        b.pos += 1
+        return
+    while True:
+        each(b.value())
+        if b.expect(",]", "',' delimiter") == "]":
+            return
+
+
+def stream_json(f: TextIO, head: str, each: Callable[[Any], None]) -> Any:
+    """Parse the JSON text `head` + the rest of `f`. The elements of a top-level array and of a top-level
+    object's "items" array go to `each` one by one instead of into the result; the result is the document
+    without them (the object, with "items" left out, or None for a top-level array).
+    Raises json.JSONDecodeError with the line and column in the whole text."""
+    b = _Buffer(f, head)
+    c = b.skip_ws()
+    doc: Any = None
+    if c == "[":
+        _array(b, each)
+    elif c == "{":
+        b.pos += 1
+        doc = {}
+        if b.skip_ws() == "}":
+            b.pos += 1
+        else:
+            while True:
+                if b.skip_ws() != '"':
+                    raise b.error("Expecting property name enclosed in double quotes", b.pos)
+                key = b.value()
+                b.expect(":", "':' delimiter")
+                if key == "items" and b.skip_ws() == "[":
+                    _array(b, each)
+                else:
+                    doc[key] = b.value()
+                if b.expect(",}", "',' delimiter") == "}":
+                    break
+    else:
+        doc = b.value()  # a scalar: not objects, the caller says so
+    if b.skip_ws():
+        raise b.error("Extra data", b.pos)
+    return doc
