@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Callable
@@ -181,7 +180,6 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
             state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
         finally:
             progress.done()
-    gc.freeze()  # the state lives as long as the command: later collections need not scan its million objects
     if scope.node_names:
         missing = sorted(scope.node_names - set(state.nodes))
         if missing:

@@ -152,13 +152,16 @@ class PodDisruptionBudget:
 
 @contextlib.contextmanager
 def cycle_collector_paused() -> Iterator[None]:
-    """For reading a cluster: hundreds of thousands of acyclic objects, which the cycle collector would only
-    scan again and again as they pile up."""
+    """For reading a cluster: millions of acyclic objects, which the cycle collector would only scan again and
+    again as they pile up. They are frozen when done (gc.freeze): the state lives as long as the command, and
+    otherwise the first collection after this scans them all (2 s of a 10 s run at 37,500 pods). Frozen objects
+    are still freed by reference counting."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 

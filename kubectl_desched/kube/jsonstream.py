@@ -36,13 +36,12 @@ class _Buffer:
         if not chunk:
             self.eof = True
             return False  # nothing moves: positions in the buffer stay valid for errors
-        dropped = self.buf[:self.pos]
-        nl = dropped.count("\n")
+        nl = self.buf.count("\n", 0, self.pos)
         if nl:
             self.lines_before += nl
-            self.col_before = len(dropped) - dropped.rfind("\n") - 1
+            self.col_before = self.pos - self.buf.rfind("\n", 0, self.pos) - 1
         else:
-            self.col_before += len(dropped)
+            self.col_before += self.pos
         self.buf = self.buf[self.pos:] + chunk
         self.pos = 0
         return True
