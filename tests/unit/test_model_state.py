@@ -417,3 +417,19 @@ def test_pdbs_for() -> None:
     assert a is not None and bb is not None
     assert sorted(x.name for x in state.pdbs_for(a)) == ["all-shop", "web"]
     assert [x.name for x in state.pdbs_for(bb)] == ["all-shop"]
+
+
+def test_replicas_share_equal_values_and_pdb_lookups_stay_per_namespace() -> None:
+    pods = [pod_from_json(b.pod(f"web-{i}", "n1", labels={"app": "web"}, namespace=ns, owner_name="web"))
+            for i, ns in enumerate(["shop", "shop", "staging"])]
+    assert pods[0].labels is pods[1].labels is pods[2].labels  # one labels map for equal labels
+    assert pods[0].tolerations is pods[1].tolerations and pods[0].requests is pods[1].requests
+    other = pod_from_json(b.pod("db-0", "n1", labels={"app": "db"}, namespace="shop"))
+    assert other.labels == {"app": "db"}
+    state = ClusterState([node_from_json(b.node("n1"))], [*pods, other],
+                         [pdb_from_json(b.pdb("web", {"app": "web"}, namespace="shop")),
+                          pdb_from_json(b.pdb("all", {}, namespace="staging"))])
+    assert [x.name for x in state.pdbs_for(pods[0])] == ["web"]
+    assert [x.name for x in state.pdbs_for(pods[1])] == ["web"]
+    assert [x.name for x in state.pdbs_for(pods[2])] == ["all"]  # same labels, another namespace
+    assert state.pdbs_for(other) == []
