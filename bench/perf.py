@@ -89,19 +89,31 @@ class Timings:
         return max(s.rss for s in self.samples[name])
 
 
+# Runs the command in a child of this small process and reports the child's wall time and peak RSS. Measuring
+# from perf.py itself would not do: a child's ru_maxrss starts from the RSS of the process it was forked from.
+_TIMER = """
+import os, sys, time
+began = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\n@perf {time.perf_counter() - began} {usage.ru_maxrss * 1024}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
-    """Wall time and peak RSS of one child process; stdout goes to /dev/null, as in `> /dev/null`."""
+    """Wall time and peak RSS of one command; stdout goes to /dev/null, as in `> /dev/null`."""
     with tempfile.TemporaryFile() as err:
-        began = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - began
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            tail = err.read()[-2000:].decode(errors="replace")
-            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {tail}")
-    return Sample(seconds, usage.ru_maxrss * 1024)
+        code = subprocess.run([sys.executable, "-c", _TIMER, *cmd], stdout=subprocess.DEVNULL, stderr=err,
+                              env=env).returncode
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {code}: {text[-2000:]}")
+    seconds, rss = text.rstrip().rsplit("\n", 1)[-1].split()[1:]
+    return Sample(float(seconds), int(rss))
 
 
 def log(msg: str) -> None:

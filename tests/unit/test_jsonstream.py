@@ -17,9 +17,16 @@ from kubectl_desched.kube.snapshot import load_snapshot
 from tests import builders as b
 
 
-def _stream(text: str, head_len: int = 3) -> tuple[Any, list[Any]]:
+class _Pipe(io.StringIO):
+    def seekable(self) -> bool:
+        return False
+
+
+def _stream(text: str, head_len: int = 3, pipe: bool = False) -> tuple[Any, list[Any]]:
+    """As snapshot.py does: the head is read from the input first, the stream reads on."""
     items: list[Any] = []
-    rest = stream_json(io.StringIO(text[head_len:]), text[:head_len], items.append)
+    f = _Pipe(text) if pipe else io.StringIO(text)
+    rest = stream_json(f, f.read(head_len), items.append)
     return rest, items
 
 
@@ -77,11 +84,13 @@ def test_top_level_array_and_plain_objects(chunk: int) -> None:
         '[',
     ],
 )
-def test_errors_have_json_loads_line_column_and_message(chunk: int, text: str) -> None:
+@pytest.mark.parametrize("pipe", [False, True], ids=["file", "pipe"])
+def test_errors_have_json_loads_line_column_and_message(chunk: int, text: str, pipe: bool) -> None:
+    """A file is read again up to the error to count its lines; a pipe's lines are counted as it streams."""
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(text)
     with pytest.raises(json.JSONDecodeError) as got:
-        _stream(text, head_len=1)
+        _stream(text, head_len=1, pipe=pipe)
     assert (got.value.msg, got.value.lineno, got.value.colno) == (
         expected.value.msg, expected.value.lineno, expected.value.colno)
 
