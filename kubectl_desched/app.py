@@ -12,15 +12,22 @@ import click
 import yaml
 
 from kubectl_desched import __version__
-from kubectl_desched.confirm import NotConfirmed, choose
+from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, EvictionResult
+from kubectl_desched.evictors.base import EvictionResult, Evictor
+from kubectl_desched.evictors.events import EventRecorder
+from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, Progress
+from kubectl_desched.evictors.execute import Pacing, Runner
+from kubectl_desched.evictors.migration import MigrationEvictor, job_doc, phase_line, profile_settings, summary_table
+from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
-from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, needs_whole_cluster, run
+from kubectl_desched.kube.access import AccessCheckUnavailable
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
 from kubectl_desched.kube.live import read_cluster, read_node
 from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import (
     Painter,
@@ -28,13 +35,16 @@ from kubectl_desched.render import (
     color_enabled,
     document,
     node_rows,
+    nodes_heading,
     nodes_table,
     results_table,
 )
+from kubectl_desched.report import Report, policy_doc
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 
 EXIT_NOT_CONFIRMED = 3
+EXIT_INTERRUPTED = 130
 
 
 def warn(message: str) -> None:
@@ -59,6 +69,17 @@ class Options:
     yes: bool = False
     dry_run: str = "none"
     grace_period: int | None = None
+    max_in_flight: int = 1
+    interval: float = 0.0
+    wait_ready: bool = False
+    timeout: float = 300.0  # per pod: retries on a PodDisruptionBudget; per wait: --wait-ready
+    record_events: bool = False
+    report: str | None = None
+    evictor: str = "eviction"  # or "migration": Koordinator PodMigrationJobs
+    migration_mode: str | None = None
+    migration_ttl: float | None = None
+    wait: bool = True
+    migration_timeout: float | None = None  # --timeout as given; None: the jobs' TTL decides
 
 
 @dataclass
@@ -143,8 +164,8 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
         conn = None
         for kind in sorted(kinds or ()):
             if kind not in state.extra:
-                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot "
-                                 f"(kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml)")
+                how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
+                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
     elif one_node is not None:
         conn = connect(opts.kube)
         found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
@@ -195,7 +216,33 @@ def _mode(opts: Options, loaded: Loaded) -> str:
 
 
 def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> int:
-    """The balance / deschedule / run commands. Returns the exit code."""
+    """The balance / deschedule / run commands. Returns the exit code. With --report the record is written
+    whatever happens after the path was checked (success, error, refusal, Ctrl-C)."""
+    report = Report(opts.report) if opts.report else None
+    try:
+        code = _plan_and_act(opts, policy, point, report)
+    except DeschedError as e:
+        if report:
+            report.doc["error"] = str(e)
+        raise
+    except KeyboardInterrupt:
+        if report:
+            report.doc["error"] = "interrupted before any eviction was sent"
+        raise
+    finally:
+        if report:
+            _write_report(report)
+    return code
+
+
+def _write_report(report: Report) -> None:
+    try:
+        report.write()
+    except OSError as e:
+        click.echo(f"error: --report {report.path}: {e.strerror or e}", err=True)
+
+
+def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Report | None) -> int:
     for w in policy.warnings:
         warn(w)
     if point is not None:
@@ -210,6 +257,8 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(loaded.state, policy, loaded.scope)
     mode = _mode(opts, loaded)
+    if report:
+        _describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
     structured = opts.output in ("json", "yaml")
     if not structured:
@@ -218,45 +267,127 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
         click.echo(f"error: {e}", err=True)
 
     results: list[EvictionResult] | None = None
+    runner: Runner | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
+        runner = _runner(opts, loaded.conn, mode, policy, quiet=structured)
+        _preflight(runner, plan.candidates, opts, report)
         try:
-            chosen = plan.candidates if opts.yes else choose(plan.candidates)
+            chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)
         except NotConfirmed as e:
+            if report:
+                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
             if structured:
                 _emit(document(plan, nodes, _meta(policy, loaded, mode)), opts.output)
             click.echo(str(e), err=True)
             return EXIT_NOT_CONFIRMED
-        evictor = EvictionApiEvictor(loaded.conn, server_dry_run=mode == "dry-run=server",
-                                     grace_period=opts.grace_period)
-        results = evictor.evict_all(chosen, on_result=None if structured else _live_line(paint))
+        if report:
+            report.confirmation("--yes" if opts.yes else "interactive", answer, chosen)
+        outcome = runner.run(chosen)
+        results = outcome.results
+        if any(not r.ok for r in results):
+            code = 1
+        if outcome.interrupted:
+            code = EXIT_INTERRUPTED
+        if report:
+            report.evictions(results, interrupted=outcome.interrupted, exit_code=code)
         if not structured:
             click.echo("")
-            click.echo(results_table(results, paint))
-        failed = [r for r in results if not r.ok]
-        if failed:
-            code = 1
-        click.echo(_summary(results), err=True)
+            click.echo(_results_table(runner.evictor, results, paint))
+        click.echo(_summary(results, outcome.interrupted), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
-        _emit(document(plan, nodes, _meta(policy, loaded, mode), results), opts.output)
+        doc = document(plan, nodes, _meta(policy, loaded, mode), results)
+        if runner is not None and results is not None and isinstance(runner.evictor, MigrationEvictor):
+            tracks = runner.evictor.tracks
+            doc["podMigrationJobs"] = [job_doc(tracks[id(r.candidate)], r) for r in results
+                                       if id(r.candidate) in tracks]
+        _emit(doc, opts.output)
     return code
 
 
-def _live_line(paint: Painter) -> Callable[[EvictionResult], None]:
-    def show(r: EvictionResult) -> None:
-        p = r.candidate.pod
-        click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({r.message})"), err=True)
-    return show
+def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Painter) -> str:
+    if isinstance(evictor, MigrationEvictor):
+        return summary_table(results, evictor.tracks)
+    return results_table(results, paint)
 
 
-def _summary(results: list[EvictionResult]) -> str:
+def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None,
+                 policy: Policy | None = None) -> Evictor:
+    """The evictor --evictor names (the Eviction API unless told otherwise)."""
+    if opts.evictor == "migration":
+        settings = profile_settings(policy.profiles if policy else [], opts.migration_mode, opts.migration_ttl,
+                                    opts.grace_period)
+        show = (lambda track: click.echo(phase_line(track), err=True)) if progress else None
+        return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=opts.wait,
+                                timeout=opts.migration_timeout, on_phase=show)
+    return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=opts.grace_period,
+                              timeout=opts.timeout, progress=progress)
+
+
+def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet: bool) -> Runner:
+    def progress(c: Candidate, message: str) -> None:
+        click.echo(f"  {c.pod.namespace}/{c.pod.name}: {message}", err=True)
+
+    pacing = Pacing(max_in_flight=opts.max_in_flight, interval=opts.interval, wait_ready=opts.wait_ready,
+                    timeout=opts.timeout)
+    events = EventRecorder(conn) if opts.record_events and mode == "evict" else None
+    evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy)
+    return Runner(evictor, pacing,
+                  workloads=WorkloadReader(conn) if opts.wait_ready else None, events=events,
+                  on_result=None if quiet else _live_line, note=lambda m: click.echo(m, err=True))
+
+
+def _preflight(runner: Runner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
+    """Before the prompt: name every missing permission in one line and stop, rather than fail pod by pod."""
+    try:
+        missing, optional = runner.preflight(candidates)
+    except AccessCheckUnavailable as e:
+        warn(f"{e}; going ahead (the API server still checks each request)")
+        missing, optional = [], []
+    if report:
+        report.doc["preflight"] = {"missing": missing, "missingForEvents": optional}
+    if missing:
+        raise DeschedError(f"not allowed to {'; '.join(missing)} (checked before asking: nothing was evicted)")
+    if optional:
+        warn(f"--record-events: not allowed to {'; '.join(optional)}: evictions will go ahead without events")
+
+
+def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,
+                  plan: EvictionPlan) -> None:
+    conn = loaded.conn
+    report.doc.update({
+        "cluster": {"server": conn.server, "context": conn.context} if conn else None,
+        "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
+        "evictor": "migration" if opts.evictor == "migration" else "eviction-api",
+        "pacing": {"maxInFlight": opts.max_in_flight, "interval": opts.interval, "waitReady": opts.wait_ready,
+                   "timeout": opts.timeout, "recordEvents": opts.record_events, "gracePeriod": opts.grace_period},
+        "policy": policy_doc(policy), "planErrors": list(plan.errors),
+    })
+    if opts.evictor == "migration":
+        report.doc["migration"] = {"mode": opts.migration_mode, "ttl": opts.migration_ttl, "wait": opts.wait,
+                                   "timeout": opts.migration_timeout}  # None: the policy's or Koordinator's default
+    report.candidates(plan.candidates)
+
+
+def _live_line(r: EvictionResult) -> None:
+    if r.outcome == "created":
+        return  # a PodMigrationJob's phases have their own lines
+    p = r.candidate.pod
+    click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({r.message})"), err=True)
+
+
+def _summary(results: list[EvictionResult], interrupted: bool = False) -> str:
     counts: dict[str, int] = {}
     for r in results:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    return f"{len(results)} confirmed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    line = f"{len(results)} confirmed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    if interrupted:
+        done = sum(1 for r in results if r.disruptive)
+        line = f"interrupted: {done} evicted or possibly evicted, {len(results) - done} not. " + line
+    return line
 
 
 def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> None:
@@ -273,8 +404,9 @@ def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list,
     for plugin, message in plan.messages:
         click.echo(f"  {plugin}: {message}")
     click.echo("")
-    table, hidden = nodes_table(node_rows(plan, nodes), paint, all_nodes=wide)
-    click.echo(paint("Nodes (requests as % of allocatable, now -> after the evictions):", None, bold=True))
+    rows = node_rows(plan, nodes)
+    table, hidden = nodes_table(rows, paint, all_nodes=wide)
+    click.echo(paint(nodes_heading(rows), None, bold=True))
     click.echo(table)
     if hidden:
         click.echo(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")

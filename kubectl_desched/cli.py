@@ -18,11 +18,16 @@ from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
+from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
 
 DEFAULT_BALANCE = "LowNodeUtilization"
+DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
 DEFAULT_THRESHOLDS = "cpu=20,memory=20,pods=20"
 DEFAULT_TARGETS = "cpu=50,memory=50,pods=50"
+# LowNodeLoad balances actual load; cpu and memory only, with headroom for load spikes.
+DEFAULT_LOAD_LOW = "cpu=45,memory=55"
+DEFAULT_LOAD_HIGH = "cpu=75,memory=80"
 OUTPUTS = click.Choice(["table", "wide", "json", "yaml"])
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -71,9 +76,14 @@ policy_options = _options(
 plugin_options = _options(
     click.option("--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
     click.option("--thresholds", metavar="R=PCT,...",
-                 help=f"Low/HighNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]."),
+                 help=f"Low/HighNodeUtilization under-utilization thresholds [default: {DEFAULT_THRESHOLDS}]; "
+                      f"LowNodeLoad lowThresholds [default: {DEFAULT_LOAD_LOW}]."),
     click.option("--target-thresholds", metavar="R=PCT,...",
-                 help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]."),
+                 help=f"LowNodeUtilization target thresholds [default: {DEFAULT_TARGETS}]; "
+                      f"LowNodeLoad highThresholds [default: {DEFAULT_LOAD_HIGH}]."),
+    click.option("--use-metrics", is_flag=True,
+                 help="LowNodeUtilization balances actual usage from metrics.k8s.io (metrics-server), "
+                      "not requests."),
     click.option("--use-deviation-thresholds", is_flag=True,
                  help="Thresholds are deviations from the average node usage."),
     click.option("--number-of-nodes", type=int, metavar="N",
@@ -112,6 +122,31 @@ act_options = _options(
                  flag_value="client", show_default=True,
                  help="client: plan only; server: send the evictions with dryRun=All."),
     click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
+    click.option("--max-in-flight", type=int, default=1, show_default=True, metavar="N",
+                 help="Evictions sent at the same time."),
+    click.option("--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
+    click.option("--wait-ready", is_flag=True,
+                 help="Before evicting another pod of the same Deployment/ReplicaSet/StatefulSet, wait until it "
+                      "is back to its ready replica count."),
+    click.option("--timeout", metavar="DURATION",
+                 help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready "
+                      "[default: 5m]; with --evictor migration, how long to wait for the PodMigrationJobs to end "
+                      "[default: their TTL plus 1m; 30m without a TTL]."),
+    click.option("--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
+    click.option("--record-events", is_flag=True,
+                 help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
+)
+
+evictor_options = _options(
+    click.option("--evictor", type=click.Choice(["eviction", "migration"]), default="eviction", show_default=True,
+                 help="eviction: the Eviction API; migration: create Koordinator PodMigrationJobs."),
+    click.option("--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
+                 help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, "
+                      "else ReservationFirst]."),
+    click.option("--migration-ttl", metavar="DURATION",
+                 help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, "
+                      "else 5m]."),
+    click.option("--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
 )
 
 
@@ -161,7 +196,46 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
         grace_period=kw.get("grace_period"),
+        **_act_options(kw),
+        **_evictor_options(kw),
     )
+
+
+def _act_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """The pacing and record flags; the explain commands have none of them."""
+    if "max_in_flight" not in kw:
+        return {}
+    if kw["max_in_flight"] < 1:
+        raise UsageError("--max-in-flight: must be at least 1")
+    timeout = parse_duration(kw["timeout"], "--timeout") if kw.get("timeout") else DEFAULT_TIMEOUT
+    return {"max_in_flight": kw["max_in_flight"], "interval": parse_duration(kw["interval"], "--interval"),
+            "wait_ready": bool(kw["wait_ready"]), "timeout": timeout,
+            "report": kw.get("report"), "record_events": bool(kw["record_events"])}
+
+
+def _evictor_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """--evictor and the PodMigrationJob flags; the explain commands have none of them."""
+    if "evictor" not in kw:
+        return {}
+    migration = kw.get("evictor") == "migration"
+    for flag in ("migration_mode", "migration_ttl", "no_wait"):
+        if kw.get(flag) and not migration:
+            raise UsageError(f"--{flag.replace('_', '-')} only applies with --evictor migration")
+    # Koordinator's controller evicts later, paces per workload (maxUnavailablePerWorkload) and records its own events.
+    for flag in ("wait_ready", "record_events"):
+        if kw.get(flag) and migration:
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply with --evictor migration: Koordinator's "
+                             "migration controller paces the evictions and records their events")
+    ttl = kw.get("migration_ttl")
+    timeout = kw.get("timeout")
+    return {
+        "evictor": kw.get("evictor") or "eviction",
+        "migration_mode": kw.get("migration_mode"),
+        "migration_ttl": None if ttl is None else parse_duration(ttl, "--migration-ttl"),
+        "wait": not kw.get("no_wait"),
+        # Unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
+        "migration_timeout": None if timeout is None else parse_duration(timeout, "--timeout"),
+    }
 
 
 def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
@@ -184,20 +258,25 @@ def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-_PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes",
+_PLUGIN_FLAGS = ("thresholds", "target_thresholds", "use_deviation_thresholds", "number_of_nodes", "use_metrics",
                  "node_eviction_limit", "plugin_args", "plugins", "max_pod_lifetime", "pod_restart_threshold")
 
 
-def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
+def _threshold_pair(kw: dict[str, Any], default_low: str, default_high: str) -> tuple[dict, dict]:
     low = _percentages("--thresholds", kw["thresholds"]) if kw.get("thresholds") else None
     high = _percentages("--target-thresholds", kw["target_thresholds"]) if kw.get("target_thresholds") else None
     # One given alone: the other defaults for the same resources.
     if low is None:
-        defaults = _percentages("--thresholds", DEFAULT_THRESHOLDS)
+        defaults = _percentages("--thresholds", default_low)
         low = {r: defaults.get(r, 20.0) for r in high} if high else defaults
     if high is None:
-        defaults = _percentages("--target-thresholds", DEFAULT_TARGETS)
+        defaults = _percentages("--target-thresholds", default_high)
         high = {r: defaults.get(r, 50.0) for r in low}
+    return low, high
+
+
+def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
+    low, high = _threshold_pair(kw, DEFAULT_THRESHOLDS, DEFAULT_TARGETS)
     args: dict[str, Any] = {"thresholds": low, "targetThresholds": high}
     if kw.get("use_deviation_thresholds"):
         args["useDeviationThresholds"] = True
@@ -205,6 +284,18 @@ def _lnu_args(kw: dict[str, Any]) -> dict[str, Any]:
         args["numberOfNodes"] = kw["number_of_nodes"]
     if kw.get("node_eviction_limit") is not None:
         args["evictionLimits"] = {"node": kw["node_eviction_limit"]}
+    if kw.get("use_metrics"):
+        args["metricsUtilization"] = {"source": "KubernetesMetrics"}
+    return args
+
+
+def _lnl_args(kw: dict[str, Any]) -> dict[str, Any]:
+    low, high = _threshold_pair(kw, DEFAULT_LOAD_LOW, DEFAULT_LOAD_HIGH)
+    args: dict[str, Any] = {"lowThresholds": low, "highThresholds": high}
+    if kw.get("use_deviation_thresholds"):
+        args["useDeviationThresholds"] = True
+    if kw.get("number_of_nodes") is not None:
+        args["numberOfNodes"] = kw["number_of_nodes"]
     return args
 
 
@@ -220,6 +311,8 @@ def _flag_args(name: str, kw: dict[str, Any], given: dict[str, Any]) -> dict[str
     args: dict[str, Any] = {}
     if name == "LowNodeUtilization":
         args = _lnu_args(kw)
+    elif name == "LowNodeLoad":
+        args = _lnl_args(kw)
     elif name == "HighNodeUtilization":
         args = {"thresholds": _percentages("--thresholds", kw.get("thresholds") or DEFAULT_THRESHOLDS)}
         if kw.get("number_of_nodes") is not None:
@@ -286,6 +379,10 @@ _FLAG_FOR_ARG = {
     ("LowNodeUtilization", "targetThresholds"): "--thresholds/--target-thresholds",
     ("LowNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("LowNodeUtilization", "evictionLimits"): "--node-eviction-limit",
+    ("LowNodeUtilization", "metricsUtilization"): "--use-metrics",
+    ("LowNodeLoad", "lowThresholds"): "--thresholds",
+    ("LowNodeLoad", "highThresholds"): "--target-thresholds",
+    ("LowNodeLoad", "numberOfNodes"): "--number-of-nodes",
     ("HighNodeUtilization", "thresholds"): "--thresholds",
     ("HighNodeUtilization", "numberOfNodes"): "--number-of-nodes",
     ("PodLifeTime", "maxPodLifeTimeSeconds"): "--max-pod-lifetime",
@@ -337,6 +434,7 @@ def cli() -> None:
 @plugin_options
 @limit_options
 @act_options
+@evictor_options
 def balance(**kw: Any) -> None:
     """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -352,6 +450,7 @@ def balance(**kw: Any) -> None:
 @deschedule_options
 @limit_options
 @act_options
+@evictor_options
 def deschedule(**kw: Any) -> None:
     """Run Deschedule plugins (all in-tree ones unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
@@ -367,6 +466,7 @@ def deschedule(**kw: Any) -> None:
 @policy_options
 @limit_options
 @act_options
+@evictor_options
 def run_policy(**kw: Any) -> None:
     """Run a whole policy once: every profile's Deschedule plugins, then its Balance plugins."""
     if not kw.get("policy_file"):
@@ -419,10 +519,15 @@ def explain_node(node_name: str, full: bool, **kw: Any) -> None:
     sys.exit(app.explain_node(opts, policy, node_name, full=full))
 
 
+def _args_text(defaults: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in defaults.items()) or "-"
+
+
 @cli.command()
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "wide", "json"]), default="table", show_default=True,
+              help="wide adds each plugin's description.")
 def plugins(output: str) -> None:
-    """List in-tree and out-of-tree plugins with their extension points and default args."""
+    """List in-tree and out-of-tree plugins with their extension points and args (with their defaults)."""
     registry = _registry()
     rows = []
     for spec in registry:
@@ -432,8 +537,16 @@ def plugins(output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"plugins": rows, "broken": registry.broken}, indent=2))
         return
-    click.echo(tabulate([[r["name"], ",".join(r["extensionPoints"]), r["origin"], r["description"]] for r in rows],
-                        headers=["NAME", "EXTENSION POINTS", "ORIGIN", "DESCRIPTION"], tablefmt="plain"))
+    headers = ["NAME", "EXTENSION POINTS", "ORIGIN", "ARGS (DEFAULTS)"]
+    table = [[r["name"], ",".join(r["extensionPoints"]), r["origin"].split(" (entry point")[0],
+              _args_text(r["defaultArgs"])] for r in rows]
+    widths: list[int | None] = [None, None, None, 60]
+    if output == "wide":
+        headers.append("DESCRIPTION")
+        widths.append(50)
+        for cells, r in zip(table, rows, strict=True):
+            cells.append(r["description"])
+    click.echo(tabulate(table, headers=headers, tablefmt="plain", maxcolwidths=widths))
 
 
 @cli.command()

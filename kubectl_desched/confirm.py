@@ -17,8 +17,9 @@ def stdin_is_tty() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def choose(candidates: list[Candidate]) -> list[Candidate]:
-    """Prompt on stderr (stdout may carry -o json); returns the candidates the user confirmed."""
+def ask(candidates: list[Candidate]) -> tuple[list[Candidate], str]:
+    """Prompt on stderr (stdout may carry -o json); returns the candidates the user confirmed and how:
+    "all" or "select" (pod by pod)."""
     if not stdin_is_tty():
         raise NotConfirmed("standard input is not a terminal: pass --yes to evict, or --dry-run=client to preview")
     n = len(candidates)
@@ -30,7 +31,7 @@ def choose(candidates: list[Candidate]) -> list[Candidate]:
     if answer in ("n", "no"):
         raise NotConfirmed("aborted: nothing was evicted")
     if answer in ("a", "all"):
-        return list(candidates)
+        return list(candidates), "all"
     chosen = []
     for i, c in enumerate(candidates, 1):
         p = c.pod
@@ -45,4 +46,4 @@ def choose(candidates: list[Candidate]) -> list[Candidate]:
             chosen.append(c)
     if not chosen:
         raise NotConfirmed("no pod selected: nothing was evicted")
-    return chosen
+    return chosen, "select"

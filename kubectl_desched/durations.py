@@ -34,3 +34,32 @@ def parse_time(text: str | None) -> datetime | None:
     except ValueError:
         return None
     return t if t.tzinfo is not None else None
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration prints it, which is how metav1.Duration is serialized: 5m0s, 1h0m0s,
+    1m30s, 1.5s, 500ms, 0s. Koordinator writes spec.ttl this way."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return f"{sign}{_decimal(ns, size)}{unit}"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = f"{_decimal(rest, 1_000_000_000)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")

@@ -35,7 +35,7 @@ class Verdicts:
             return "keep", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(notes))
         which = "no plugin evaluated on this node alone" if self.plan.not_evaluated else "no enabled plugin"
         if pod.is_terminal:
-            return "keep", f"phase {pod.phase}: not counted in utilization, {which} selects it"
+            return "keep", f"phase {pod.phase}: already finished, {which} selects it"
         return "keep", f"{which} selects it"
 
 

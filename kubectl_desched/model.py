@@ -227,7 +227,8 @@ def node_from_json(obj: Mapping[str, Any]) -> Node:
         allocatable = _resources(status.get("allocatable") or status.get("capacity"))
     except ValueError as e:
         raise ParseError(f"node {name}: bad quantity in status.allocatable: {e}") from None
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+    # As upstream: only a Ready condition that is not True makes a node not ready; a node without one counts.
+    ready = not any(c.get("type") == "Ready" and c.get("status") != "True" for c in status.get("conditions") or ())
     return Node(
         name=_intern(name),
         labels=meta.get("labels") or {},

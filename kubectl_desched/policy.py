@@ -260,16 +260,21 @@ class _Decoder:
                 raise self.err(p, "needs a name")
             name = pc["name"]
             if name not in self.registry:
-                raise self.err(f"{p}.name", f"plugin {name} is not registered; known: "
-                               f"{', '.join(s.name for s in self.registry)}")
+                raise self._unknown(f"{p}.name", name, f"plugin {name} is not registered")
             if name in out:
                 raise self.err(f"{p}.name", f"plugin {name} is configured twice")
             out[name] = (pc.get("args"), f"{p}.args")
         return out
 
+    def _unknown(self, path: str, name: str, message: str) -> ConfigError:
+        """An installed plugin that failed to load says why; any other unknown name lists the known ones."""
+        if self.registry.is_broken(name):
+            return self.err(path, self.registry.why_unknown(name))
+        return self.err(path, f"{message}; known: {', '.join(s.name for s in self.registry)}")
+
     def _use(self, name: str, point: str, configs: dict[str, tuple[Any, str]], path: str) -> PluginUse:
         if name not in self.registry:
-            raise self.err(path, f"unknown plugin {name}; known: {', '.join(s.name for s in self.registry)}")
+            raise self._unknown(path, name, f"unknown plugin {name}")
         spec = self.registry.get(name)
         if point not in spec.points:
             raise self.err(path, f"plugin {name} does not implement {point} (it implements "

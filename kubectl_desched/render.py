@@ -10,7 +10,7 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from kubectl_desched.evictors.eviction_api import EvictionResult
+from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.nodeutilization import fmt_pct
@@ -18,7 +18,8 @@ from kubectl_desched.quantity import format_resource
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
-_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "gone": "yellow", "blocked": "yellow"}
+_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
+                  "gone": "yellow", "terminating": "yellow", "blocked": "yellow", "interrupted": "yellow"}
 
 
 def color_enabled(stream: Any = None) -> bool:
@@ -72,19 +73,36 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]
         moving[c.pod.node_name] = moving.get(c.pod.node_name, 0) + 1
     out = []
     for n in nodes:
-        before = state.requested_before(n.name)
-        after = state.requested(n.name)
         reports = plan.node_reports.get(n.name, [])
-        out.append({
+        row: dict[str, Any] = {
             "name": n.name,
             "class": {r.plugin: r.klass for r in reports},
             "detail": {r.plugin: r.detail for r in reports},
             "schedulable": not n.unschedulable,
             "evictions": moving.get(n.name, 0),
-            "now": {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES},
-            "after": {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES},
-        })
+        }
+        measured = plan.usage_reports.get(n.name)
+        if measured is not None:
+            row["basis"] = measured.basis
+            row["now"] = {r: round(measured.now.get(r, 0.0), 2) for r in RESOURCES}
+            row["after"] = {r: round(measured.after.get(r, 0.0), 2) for r in RESOURCES}
+        else:
+            before, after = state.requested_before(n.name), state.requested(n.name)
+            row["basis"] = "requests"
+            row["now"] = {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES}
+            row["after"] = {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES}
+        out.append(row)
     return out
+
+
+def nodes_heading(rows: list[dict[str, Any]]) -> str:
+    """What the percentages are: requests, or what a plugin measured (rows marked * where both appear)."""
+    bases = sorted({r["basis"] for r in rows})
+    if bases == ["requests"] or not bases:
+        return "Nodes (requests as % of allocatable, now -> after the evictions):"
+    measured = [b for b in bases if b != "requests"]
+    text = f"Nodes ({' / '.join(measured)} as % of allocatable, now -> after the evictions"
+    return text + ("; * marks nodes shown by requests):" if "requests" in bases else "):")
 
 
 def _pct(v: float, n: Node, r: str) -> float:
@@ -102,7 +120,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             hidden += 1
             continue
         label = ",".join(classes) or "-"
-        cells = [r["name"], paint(label, _CLASS_COLOR.get(label))]
+        mixed = r["basis"] == "requests" and any(x["basis"] != "requests" for x in rows)
+        cells = [r["name"] + ("*" if mixed else ""), paint(label, _CLASS_COLOR.get(label))]
         for res in RESOURCES:
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
             cells.append(now if now == after else f"{now} -> {after}")
@@ -123,8 +142,10 @@ def candidate_doc(c: Candidate) -> dict[str, Any]:
 
 
 def result_doc(r: EvictionResult) -> dict[str, Any]:
-    return {"namespace": r.candidate.pod.namespace, "pod": r.candidate.pod.name, "node": r.candidate.pod.node_name,
-            "result": r.outcome, "message": r.message}
+    p = r.candidate.pod
+    return {"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": r.candidate.plugin,
+            "result": r.outcome, "message": r.message, "startedAt": timestamp(r.started),
+            "finishedAt": timestamp(r.finished), "attempts": r.attempts, "notes": list(r.notes)}
 
 
 def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],

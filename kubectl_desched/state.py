@@ -47,6 +47,11 @@ class ClusterState:
         self._removed: set[int] = set()
         self._requested: dict[str, dict[str, float]] = {}
 
+    @property
+    def from_file(self) -> bool:
+        """A snapshot: its objects were read at some unknown earlier time."""
+        return self.source.startswith("file ")
+
     # reading
     def pods_on_node(self, node: str) -> list[Pod]:
         """Pods bound to the node that no plugin has planned to evict yet."""

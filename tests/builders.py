@@ -212,3 +212,50 @@ def pod_anti_affinity(match_labels: dict[str, str] | None = None, topology_key: 
 def terminating(obj: dict[str, Any]) -> dict[str, Any]:
     obj["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
     return obj
+
+
+# --- actual usage: metrics.k8s.io and Koordinator NodeMetric ---------------------------------------------------------
+
+
+def node_metrics(node: str, cpu: str, memory: str = "0") -> dict[str, Any]:
+    """A metrics.k8s.io NodeMetrics as metrics-server serves it."""
+    return {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetrics", "metadata": {"name": node},
+            "timestamp": "2026-01-01T00:00:00Z", "window": "10s", "usage": {"cpu": cpu, "memory": memory}}
+
+
+def pod_metrics(name: str, cpu: str, memory: str = "0", *, namespace: str = "default",
+                containers: int = 1) -> dict[str, Any]:
+    """A metrics.k8s.io PodMetrics; the usage is split evenly over `containers` containers."""
+    from kubectl_desched.quantity import parse_quantity
+    each_cpu = f"{parse_quantity(cpu) * 1000 / containers:g}m"
+    each_mem = f"{parse_quantity(memory) / containers:g}"
+    return {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+            "metadata": {"name": name, "namespace": namespace}, "timestamp": "2026-01-01T00:00:00Z", "window": "10s",
+            "containers": [{"name": f"c{i}", "usage": {"cpu": each_cpu, "memory": each_mem}}
+                           for i in range(containers)]}
+
+
+def koord_node_metric(node: str, *, system: dict[str, str] | None = None,
+                      pods: list[tuple[str, str, dict[str, str]]] | None = None,
+                      updated: str | None = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    """A Koordinator NodeMetric: system usage plus (namespace, name, usage) per pod."""
+    status: dict[str, Any] = {
+        "nodeMetric": {"nodeUsage": {"resources": {}}, "systemUsage": {"resources": dict(system or {})}},
+        "podsMetric": [{"namespace": ns, "name": name, "podUsage": {"resources": dict(usage)}}
+                       for ns, name, usage in pods or ()],
+    }
+    if updated is not None:
+        status["updateTime"] = updated
+    return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": node},
+            "spec": {}, "status": status}
+
+
+def with_spare_node(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects plus a cordoned, unlabelled, empty node when fewer than two Ready nodes are there.
+
+    Like the descheduler, a run does nothing with fewer than two Ready nodes; plugin tables about one node add this
+    node to make up the count. Being cordoned it takes no pod (nodeFit, node affinity) and it matches no label.
+    """
+    ready = [o for o in objs if o["kind"] == "Node"
+             and all(c["status"] == "True" for c in o["status"]["conditions"] if c["type"] == "Ready")]
+    return objs if len(ready) >= 2 else [*objs, node("spare-cordoned", unschedulable=True)]

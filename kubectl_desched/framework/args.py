@@ -135,10 +135,10 @@ def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = Non
 
 def encode_args(obj: Any) -> Any:
     """Args back to their JSON form (for `plugins -o json` and reports)."""
+    if hasattr(obj, "to_raw"):  # before dataclasses: Duration and selectors have their own JSON form
+        return obj.to_raw()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {json_key(f): encode_args(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if hasattr(obj, "to_raw"):
-        return obj.to_raw()
     if isinstance(obj, list | tuple):
         return [encode_args(v) for v in obj]
     if isinstance(obj, Mapping):

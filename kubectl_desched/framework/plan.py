@@ -40,6 +40,16 @@ class NodeReport:
     detail: str
 
 
+@dataclass
+class UsageReport:
+    """A node's utilization as a plugin measured it (e.g. actual usage), in percent of allocatable."""
+
+    plugin: str
+    basis: str  # what the numbers are, e.g. "load from NodeMetric"
+    now: dict[str, float]
+    after: dict[str, float]
+
+
 class EvictionPlan:
     """Everything a run decided: candidates, notes on pods looked at but kept, node classes."""
 
@@ -49,6 +59,7 @@ class EvictionPlan:
         self.candidates: list[Candidate] = []
         self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
         self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
+        self.usage_reports: dict[str, UsageReport] = {}  # the first plugin to measure a node wins
         self.messages: list[tuple[str, str]] = []  # (plugin, text)
         self.errors: list[str] = []
         self.evictors: list[ProfileEvictor] = []
@@ -176,6 +187,9 @@ class PluginHandle:
 
     def report_node(self, node: str, klass: str, detail: str) -> None:
         self._plan.node_reports[node].append(NodeReport(self._plugin, klass, detail))
+
+    def report_usage(self, node: str, basis: str, now: dict[str, float], after: dict[str, float]) -> None:
+        self._plan.usage_reports.setdefault(node, UsageReport(self._plugin, basis, now, after))
 
     def info(self, text: str) -> None:
         self._plan.messages.append((self._plugin, text))

@@ -3,12 +3,15 @@ from the `kubectl_desched.plugins` entry-point group, and a broken one is report
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, get_type_hints
 
 from kubectl_desched.errors import UsageError
+from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
 
 ENTRY_POINT_GROUP = "kubectl_desched.plugins"
@@ -43,14 +46,34 @@ class PluginSpec:
             points += ["filter", "preEvictionFilter"]
         if not points:
             raise TypeError(f"{plugin.__name__} implements no extension point")
+        if plugin.args_type is not None:
+            _check_args_type(plugin.args_type, name)
         doc = plugin.description or ((plugin.__doc__ or "").strip().splitlines() or [""])[0]
         return cls(name, plugin, plugin.args_type, tuple(points), origin, doc)
+
+
+def _check_args_type(args_type: Any, plugin: str) -> None:
+    """What loading a policy and `plugins` rely on: a dataclass whose field types resolve and which builds
+    from its defaults alone into JSON-able args. Caught here, a broken one is reported when it loads
+    instead of failing later with a traceback."""
+    if not isinstance(args_type, type) or not dataclasses.is_dataclass(args_type):
+        raise TypeError(f"{plugin}: args_type {args_type!r} is not a dataclass")
+    where = f"{plugin}: args {args_type.__name__}"
+    try:
+        get_type_hints(args_type)
+    except Exception as e:  # a typo in an annotation, a name the module forgot to import
+        raise TypeError(f"{where}: field types do not resolve: {type(e).__name__}: {e}") from None
+    try:
+        json.dumps(encode_args(args_type()))
+    except Exception as e:
+        raise TypeError(f"{where}: cannot be built from its defaults: {type(e).__name__}: {e}") from None
 
 
 class Registry:
     def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
         self._specs: dict[str, PluginSpec] = {}
         self.broken: list[str] = []  # one line per out-of-tree plugin that could not be loaded
+        self._broken_names: dict[str, str] = {}  # plugin (or entry point) name -> that line
         for s in specs:
             self.register(s)
 
@@ -72,7 +95,20 @@ class Registry:
         try:
             return self._specs[name]
         except KeyError:
-            raise RegistryError(f"unknown plugin {name!r}; known: {', '.join(sorted(self._specs))}") from None
+            raise RegistryError(self.why_unknown(name)) from None
+
+    def why_unknown(self, name: str) -> str:
+        """An unknown name: a plugin that failed to load says why, anything else lists the known ones."""
+        if name in self._broken_names:
+            return f"plugin {name} is installed but could not be loaded: {self._broken_names[name]}"
+        return f"unknown plugin {name!r}; known: {', '.join(sorted(self._specs))}"
+
+    def is_broken(self, name: str) -> bool:
+        return name in self._broken_names and name not in self._specs
+
+    def _broken(self, name: str, line: str) -> None:
+        self.broken.append(line)
+        self._broken_names.setdefault(name, line)
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
@@ -94,10 +130,10 @@ class Registry:
                     items = [items]
                 specs = [i if isinstance(i, PluginSpec) else PluginSpec.of(i, origin) for i in items]
             except Exception as e:  # any import-time failure of third-party code
-                self.broken.append(f"out-of-tree plugin {ep.name} from {origin}: {type(e).__name__}: {e}")
+                self._broken(ep.name, f"out-of-tree plugin {ep.name} from {origin}: {type(e).__name__}: {e}")
                 continue
             for spec in specs:
                 try:
                     self.register(spec)
                 except RegistryError as e:
-                    self.broken.append(f"out-of-tree plugin {spec.name} from {origin}: {e}")
+                    self._broken(spec.name, f"out-of-tree plugin {spec.name} from {origin}: {e}")

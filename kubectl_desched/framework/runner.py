@@ -51,6 +51,23 @@ def considered_nodes(state: ClusterState, policy: Policy, scope: Scope) -> list[
     )
 
 
+FEW_NODES = "fewer than two Ready nodes match the policy's nodeSelector: nothing to do (upstream skips such a cycle)"
+
+
+def _too_few_nodes(state: ClusterState, policy: Policy, plan: EvictionPlan) -> bool:
+    """Upstream runs no plugin at all unless at least two Ready nodes match the policy's nodeSelector (our own
+    --nodes/--node-selector scope does not count: it narrows a run the cluster-wide descheduler would make)."""
+    sel = policy.node_selector
+    eligible = [n for n in state.nodes.values() if n.ready and (sel is None or sel(n.labels))]
+    if len(eligible) >= 2:
+        return False
+    plan.messages.append(("descheduler", FEW_NODES))
+    for node in eligible:
+        for pod in state.pods_on_node(node.name):
+            plan.notes[id(pod)].append(("descheduler", FEW_NODES))
+    return True
+
+
 def _build(use: PluginUse, handle: PluginHandle, source: str) -> Plugin:
     try:
         return use.spec.factory(use.args, handle)
@@ -106,6 +123,9 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                     estimates.append((instance(u), nodes))
                 else:
                     runs.append((point, instance(u), nodes))
+    # The quick read of one node cannot count the cluster's Ready nodes; the full read (--full) does.
+    if not one_node and _too_few_nodes(state, policy, plan):
+        return plan
     for point in ("deschedule", "balance"):
         for p, plugin, nodes in runs:
             if p != point:

@@ -52,6 +52,11 @@ class Handle(Protocol):
         """Record how this plugin classified a node (shown in the nodes table and by explain)."""
         ...
 
+    def report_usage(self, node: str, basis: str, now: dict[str, float], after: dict[str, float]) -> None:
+        """Record the node's utilization, now and after the planned moves, as this plugin measures it (percent
+        of allocatable per resource), when that is not the pods' requests (shown in the nodes table)."""
+        ...
+
     def info(self, text: str) -> None:
         """Say something about the run as a whole, e.g. why nothing needs to move."""
         ...

@@ -61,26 +61,34 @@ def _short(e: object) -> str:
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None) -> Any:
+                 body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
-    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException."""
-    data = request_raw(conn, method, path, query=query, body=body)
+    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException.
+    `timeout` replaces the connection's (--request-timeout) for this call."""
+    data = request_raw(conn, method, path, query=query, body=body, timeout=timeout)
     return json.loads(data) if data else None
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                body: Any = None) -> bytes:
+                body: Any = None, timeout: float | tuple[float, float] | None = None) -> bytes:
     api = conn.api
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
     method, url, headers, body, post = api.param_serialize(
         method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"],
     )
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
-                        _request_timeout=conn.timeout)
+                        _request_timeout=timeout or conn.timeout)
     data = resp.read()
     if not 200 <= resp.status <= 299:
         raise ApiException(http_resp=resp)
     return data
+
+
+def bounded_timeout(conn: Connection, read: float = 30.0) -> tuple[float, float]:
+    """The connection's timeout, with a read bound where --request-timeout set none: a write or a poll made
+    while acting must not hang forever on a silent server (a LIST of 150,000 pods may take long; those keep none)."""
+    given = conn.timeout if isinstance(conn.timeout, tuple) else (30.0, None)
+    return (given[0], given[1] or read)
 
 
 class ListExpired(Exception):
@@ -153,7 +161,27 @@ EXTRA_KINDS = {
     "Namespace": "/api/v1/namespaces",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "NodeMetrics": "/apis/metrics.k8s.io/v1beta1/nodes",
+    "PodMetrics": "/apis/metrics.k8s.io/v1beta1/pods",
+    "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
 }
+
+# Kinds served by add-ons: when the API is missing, say which add-on, and stop (never fall back to requests).
+ADDON_APIS = {
+    "NodeMetrics": "the metrics API (metrics.k8s.io/v1beta1) is not available: install metrics-server",
+    "PodMetrics": "the metrics API (metrics.k8s.io/v1beta1) is not available: install metrics-server",
+    "NodeMetric": "Koordinator's NodeMetric API (slo.koordinator.sh/v1alpha1) is not served: install Koordinator",
+}
+
+
+def _read_extra(conn: Connection, kind: str) -> list[Any]:
+    try:
+        return _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind)
+    except ApiException as e:
+        # 404: group not served; 503: an aggregated API registered but its server is down.
+        if kind in ADDON_APIS and e.status in (404, 503):
+            raise DeschedError(f"{ADDON_APIS[kind]} ({e.status} on {EXTRA_KINDS[kind]})") from None
+        raise
 
 
 @cycle_collector_paused()
@@ -178,7 +206,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)
-        extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
+        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
@@ -218,7 +246,7 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
                 return None
             raise
         pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
-        extra = {kind: _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind) for kind in sorted(kinds)}
+        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",

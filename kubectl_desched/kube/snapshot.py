@@ -51,7 +51,11 @@ def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:
         raise UsageError(f"{name}: expected Kubernetes objects, found a {type(doc).__name__}")
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        item_kind = kind[: -len("List")]
         for item in doc["items"]:
+            # `kubectl get --raw` lists (metrics.k8s.io) leave the kind off their items.
+            if item_kind and isinstance(item, Mapping) and "kind" not in item:
+                item = {**item, "kind": item_kind}
             yield from _objects(item, name)
     elif "kind" not in doc:
         raise UsageError(f"{name}: an object without a kind (is this a kubectl get -o yaml output?)")
@@ -125,9 +129,12 @@ def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
     """Stream a JSON file: a List's items (or a top-level array's elements) become lean objects one by one."""
     items = _Collector()
     bad: list[UsageError] = []
+    kindless: list[Any] = []  # items of a `kubectl get --raw` list (metrics.k8s.io): their List names their kind
 
     def add(item: Any) -> None:
-        if not bad:
+        if isinstance(item, Mapping) and "kind" not in item:
+            kindless.append(item)
+        elif not bad:
             try:
                 items.add(item, name)
             except UsageError as e:
@@ -139,7 +146,12 @@ def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
         raise UsageError(f"{name}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
     if bad:
         raise bad[0]
-    if rest is None or (isinstance(rest.get("kind"), str) and rest["kind"].endswith("List")):
+    list_kind = rest.get("kind") if rest is not None else None
+    if kindless:
+        of = list_kind[: -len("List")] if isinstance(list_kind, str) and list_kind.endswith("List") else ""
+        for item in kindless:
+            items.add({**item, "kind": of} if of else item, name)  # without a List kind: the usual error
+    if rest is None or (isinstance(list_kind, str) and list_kind.endswith("List")):
         into.merge(items)
     else:
         # Not a List after all (its kind came after its items): it is one object, as json.load would read it;

@@ -3,6 +3,7 @@
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.plugins.defaultevictor import DefaultEvictor
 from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
+from kubectl_desched.plugins.lownodeload import LowNodeLoad
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
 from kubectl_desched.plugins.migrationcontroller import MigrationController
 from kubectl_desched.plugins.podlifetime import PodLifeTime
@@ -19,6 +20,7 @@ from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import 
 IN_TREE = (
     DefaultEvictor,
     HighNodeUtilization,
+    LowNodeLoad,
     LowNodeUtilization,
     MigrationController,
     PodLifeTime,

@@ -1,5 +1,6 @@
 """LowNodeUtilization: move pods off nodes above the target thresholds so the scheduler can place them on
-under-utilized nodes. Usage is the sum of the pods' requests, as upstream computes it."""
+under-utilized nodes. Usage is the sum of the pods' requests, as upstream computes it, or with
+metricsUtilization the actual usage metrics-server reports."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
+from kubectl_desched.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import nodeutilization as nu
 
@@ -66,6 +68,19 @@ class LowNodeUtilizationArgs(PluginArgs):
                 raise ConfigError(f"{p}metricsUtilization", "set either source KubernetesMetrics or metricsServer")
             if m.source == "Prometheus" and not (m.prometheus and m.prometheus.query):
                 raise ConfigError(f"{p}metricsUtilization.prometheus.query", "required when source is Prometheus")
+            if m.source == "Prometheus":
+                raise ConfigError(f"{p}metricsUtilization.source",
+                                  "Prometheus is not supported here; use KubernetesMetrics (metrics.k8s.io)")
+            if self.actual_usage:
+                unmeasured = sorted(set(self.thresholds) - set(nu.BASIC_RESOURCES))
+                if unmeasured:
+                    raise ConfigError(f"{p}thresholds.{unmeasured[0]}",
+                                      "metrics.k8s.io measures only cpu and memory (and pods are counted)")
+
+    @property
+    def actual_usage(self) -> bool:
+        m = self.metrics_utilization
+        return bool(m and (m.source == "KubernetesMetrics" or m.metrics_server))
 
 
 class LowNodeUtilization(BalancePlugin):
@@ -76,15 +91,49 @@ class LowNodeUtilization(BalancePlugin):
 
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args.metrics_utilization and (args.metrics_utilization.source or args.metrics_utilization.metrics_server):
-            raise ConfigError("metricsUtilization",
-                              "actual-usage metrics are not supported yet; remove it to balance by requests")
         self.named = list(args.thresholds)
         self.tracked = list(dict.fromkeys([*self.named, *nu.BASIC_RESOURCES]))
+        self.metrics: KubernetesMetrics | None = None
+
+    @staticmethod
+    def required_kinds(args: LowNodeUtilizationArgs) -> set[str]:
+        return {NODE_METRICS, POD_METRICS} if args.actual_usage else set()
+
+    def _usage(self, nodes: list[Node]) -> dict[str, dict[str, float]] | None:
+        """Requests, or with metricsUtilization one metrics-server reading: upstream smooths readings taken
+        every 5 s; a one-shot run has a single one."""
+        state = self.handle.state
+        if not self.args.actual_usage:
+            return {n.name: nu.usage(state, n, self.tracked) for n in nodes}
+        self.metrics = KubernetesMetrics(state, self.name)
+        missing = [n.name for n in nodes if n.name not in self.metrics.nodes]
+        if missing:
+            # Upstream gives up on the whole run when any node lacks metrics.
+            self.handle.info(f"no NodeMetrics for node {', '.join(missing[:3])}"
+                             f"{' and others' if len(missing) > 3 else ''}: nothing is balanced by actual usage")
+            return None
+        return {n.name: {**{r: self.metrics.nodes[n.name].get(r, 0.0) for r in ("cpu", "memory")},
+                         "pods": state.requested(n.name)["pods"]} for n in nodes}
+
+    def _pod_usage(self, pod: Pod) -> dict[str, float] | None:
+        return self.metrics.pod(pod.key) if self.metrics is not None else pod.requests
 
     def balance(self, nodes: list[Node]) -> None:
+        args, handle = self.args, self.handle
+        used = self._usage(nodes)
+        if used is None:
+            return
+        observed = {n.name: nu.percentages(used[n.name], n) for n in nodes}
+        try:
+            self._balance(nodes, used)
+        finally:
+            if args.actual_usage:
+                for n in nodes:  # the loop below takes moved pods' usage off `used`
+                    handle.report_usage(n.name, "usage from metrics.k8s.io", observed[n.name],
+                                        nu.percentages(used[n.name], n))
+
+    def _balance(self, nodes: list[Node], used: dict[str, dict[str, float]]) -> None:
         args, handle, state = self.args, self.handle, self.handle.state
-        used = {n.name: nu.usage(state, n, self.tracked) for n in nodes}
         pct = {n.name: nu.percentages(used[n.name], n) for n in nodes}
         if args.use_deviation_thresholds:
             avg = nu.average((pct[n.name] for n in nodes), self.named)
@@ -115,7 +164,8 @@ class LowNodeUtilization(BalancePlugin):
         over.sort(key=lambda n: (-sum(used[n.name].values()), n.name))
         node_limit = args.eviction_limits.node if args.eviction_limits else None
         excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
-        loop = nu.SourceEviction(handle, self.name, self.tracked, pool, under, excluded, "under-utilized")
+        loop = nu.SourceEviction(handle, self.name, self.tracked, pool, under, excluded, "under-utilized",
+                                 pod_usage=self._pod_usage if args.actual_usage else None)
         for n in over:
             u, cap = used[n.name], capped[n.name]
 
@@ -141,14 +191,15 @@ class LowNodeUtilization(BalancePlugin):
             klass = "over-utilized"
         else:
             klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
-        self.handle.report_node(n.name, klass, f"{nu.describe(p, self.named)} ({limits})")
+        basis = "actual usage " if self.args.actual_usage else ""
+        self.handle.report_node(n.name, klass, f"{basis}{nu.describe(p, self.named)} ({limits})")
         return klass
 
     def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
         """The node's class from its own usage; on an over-utilized node, the pods that could move."""
         args = self.args
-        if args.use_deviation_thresholds:
-            return None  # the thresholds follow the average of every node
+        if args.use_deviation_thresholds or args.actual_usage:
+            return None  # the thresholds follow the average of every node; metrics are not read for one node
         pct = nu.percentages(nu.usage(self.handle.state, node, self.tracked), node)
         if self._classify(node, pct, dict(args.thresholds), dict(args.target_thresholds)) != "over-utilized":
             return []

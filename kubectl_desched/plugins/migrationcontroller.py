@@ -1,19 +1,22 @@
 """MigrationController: Koordinator's default filter (and evict) plugin. As a filter it is the DefaultEvictor
 driven by Koordinator's args, plus evictAllBarePods, namespaces and the maximum eviction-cost protection.
-Its controller settings (rate limits, job mode, arbitration) act inside the cluster and are accepted as is."""
+Its controller settings (rate limits, arbitration) act inside the cluster and are accepted as is; defaultJobMode
+and defaultJobTTL are validated as Koordinator does, because `--evictor migration` writes them into the jobs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import Handle, PluginArgs
-from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespaces
 from kubectl_desched.model import Pod
 from kubectl_desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs, PriorityThreshold
 
 EVICTION_COST_ANNOTATION = "scheduling.koordinator.sh/eviction-cost"
 MAX_EVICTION_COST = str(2**31 - 1)
+JOB_MODES = ("ReservationFirst", "EvictDirectly")  # PodMigrationJob spec.mode
 
 
 @dataclass
@@ -39,14 +42,21 @@ class MigrationControllerArgs(PluginArgs):
     max_unavailable_per_workload: Any = None
     skip_check_expected_replicas: Any = None
     object_limiters: Any = None
-    default_job_mode: Any = None
-    default_job_ttl: Any = None
+    default_job_mode: str = ""  # "" is Koordinator's default, ReservationFirst
+    default_job_ttl: Duration | None = field(default=None, metadata={"key": "defaultJobTTL"})  # unset: 5m
     scheduler_names: Any = None
-    evict_qps: Any = None
+    evict_qps: Any = field(default=None, metadata={"key": "evictQPS"})
     evict_burst: Any = None
     eviction_policy: Any = None
-    default_delete_options: Any = None
+    default_delete_options: dict[str, Any] | None = None  # the jobs' spec.deleteOptions
     arbitration_args: Any = None
+
+    def validate(self, path: str) -> None:
+        if self.default_job_mode and self.default_job_mode not in JOB_MODES:
+            raise ConfigError(f"{path}.defaultJobMode" if path else "defaultJobMode",
+                              f"must be {' or '.join(JOB_MODES)}, not {self.default_job_mode!r}")
+        if self.default_job_ttl is not None and self.default_job_ttl.seconds < 0:
+            raise ConfigError(f"{path}.defaultJobTTL" if path else "defaultJobTTL", "must be positive or zero")
 
     def evictor_args(self) -> DefaultEvictorArgs:
         return DefaultEvictorArgs(

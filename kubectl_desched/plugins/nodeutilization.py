@@ -111,10 +111,12 @@ class SourceEviction:
 
     def __init__(self, handle: Any, plugin: str, tracked: list[str], pool: dict[str, float],
                  destinations: list[Node], excluded: set[str], dest_label: str,
-                 pod_filter: Callable[[Pod], bool] | None = None) -> None:
+                 pod_filter: Callable[[Pod], bool] | None = None,
+                 pod_usage: Callable[[Pod], Mapping[str, float] | None] | None = None) -> None:
         self.handle, self.plugin, self.tracked, self.pool = handle, plugin, tracked, pool
         self.destinations, self.excluded, self.dest_label = destinations, excluded, dest_label
         self.pod_filter = pod_filter
+        self.pod_usage = pod_usage  # actual usage; requests when None
 
     def run(self, node: Node, used: dict[str, float], stop: Callable[[], str], reason: Callable[[], str],
             node_limit: int | None = None) -> bool:
@@ -140,6 +142,10 @@ class SourceEviction:
                 continue
             if not evictor.pre_eviction_filter(pod):
                 continue
+            moved = pod.requests if self.pod_usage is None else self.pod_usage(pod)
+            if moved is None:  # upstream skips a pod whose usage it cannot read
+                handle.note(pod, "not moved: no PodMetrics for the pod, so its usage is unknown")
+                continue
             if not evictor.evict(pod, EvictOptions(self.plugin, reason())):
                 if evictor.total_limit_reached():
                     return False
@@ -148,7 +154,7 @@ class SourceEviction:
                 continue
             evicted += 1
             for r in self.tracked:
-                delta = 1.0 if r == "pods" else pod.requests.get(r, 0.0)
+                delta = 1.0 if r == "pods" else moved.get(r, 0.0)
                 used[r] -= delta
                 self.pool[r] -= delta
             why_stop = stop()

@@ -8,8 +8,9 @@ considered nodes that pass the plugin's namespaces/labelSelector take part, as c
 they conflict with. Nodes are taken in order, each node's pods from lowest priority (then BestEffort,
 Burstable, Guaranteed); a pod evicted stops counting against the pods looked at after it.
 
-Cost stays near linear: pods are indexed once per topology key by (domain, namespace), and within that by
-label pair and label key, so a check reads only the pods its selector can match in the candidate's domain."""
+Cost stays near linear: pods are bucketed by (namespace, node) once; the pods of one namespace in one topology
+domain are indexed by label pair and label key when a check first needs them, so a check reads only the pods its
+selector can match in the candidate's domain, and pods no term can see are never indexed."""
 
 from __future__ import annotations
 
@@ -87,28 +88,6 @@ class _Group:
         return min(options, key=lambda pools: sum(len(p) for p in pools))
 
 
-class _TopologyIndex:
-    """Pods grouped by (domain of one topology key, namespace). A node without the key is a domain of its own:
-    upstream counts pods on the same node as sharing every domain."""
-
-    def __init__(self, key: str, nodes: Mapping[str, Node], pods: Iterable[Pod]) -> None:
-        self.domain: dict[str, Hashable] = {}
-        for name, node in nodes.items():
-            value = node.labels.get(key)
-            self.domain[name] = ("value", value) if value is not None else ("node", name)
-        self.groups: dict[tuple[Hashable, str], _Group] = {}
-        for p in pods:
-            self.groups.setdefault((self.domain[p.node_name], p.namespace), _Group()).add(p)
-
-    def group(self, node: str, namespace: str) -> _Group | None:
-        return self.groups.get((self.domain[node], namespace))
-
-    def discard(self, pod: Pod) -> None:
-        g = self.groups.get((self.domain[pod.node_name], pod.namespace))
-        if g is not None:
-            g.discard(pod)
-
-
 class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
     """Evicts pods that share a topology domain with a pod their required anti-affinity excludes."""
 
@@ -122,20 +101,27 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
         self.in_scope: Callable[[Pod], bool] = lambda p: ns.allows(p.namespace) and (
             selector is None or selector(p.labels))
         self._nodes: dict[str, Node] = {}
-        self._live: dict[int, Pod] = {}
-        self._indexes: dict[str, _TopologyIndex] = {}
+        self._live: dict[tuple[str, str], dict[int, Pod]] = {}  # (namespace, node) -> pods that still count
+        # topology key -> node -> domain, and domain -> its nodes. A node without the key is a domain of its
+        # own: upstream counts pods on the same node as sharing every domain.
+        self._domain: dict[str, dict[str, Hashable]] = {}
+        self._members: dict[str, dict[Hashable, list[str]]] = {}
+        self._groups: dict[tuple[str, str, Hashable], _Group] = {}  # (topology key, namespace, domain)
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle, evictor = self.handle, self.handle.evictor
         self._nodes = {n.name: n for n in nodes}
         by_node = {n.name: [p for p in handle.state.pods_on_node(n.name) if not p.is_terminal and self.in_scope(p)]
                    for n in nodes}
-        self._live = {id(p): p for pods in by_node.values() for p in pods}
-        self._indexes = {}
+        self._live, self._domain, self._members, self._groups = {}, {}, {}, {}
+        for pods in by_node.values():
+            for p in pods:
+                self._live.setdefault((p.namespace, p.node_name), {})[id(p)] = p
         for node in nodes:
-            for pod in eviction_order(by_node[node.name]):
+            # only pods with terms can be candidates; sorting just those keeps the order among them
+            for pod in eviction_order(p for p in by_node[node.name] if required_anti_affinity_terms(p)):
                 terms = required_anti_affinity_terms(pod)
-                if not terms or not evictor.filter(pod):
+                if not evictor.filter(pod):
                     continue
                 reason = self._violation(pod, node, terms)
                 if reason is None:
@@ -151,16 +137,32 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
                 if evictor.node_limit_reached(node.name):
                     break
 
-    def _index(self, key: str) -> _TopologyIndex:
-        idx = self._indexes.get(key)
-        if idx is None:
-            idx = self._indexes[key] = _TopologyIndex(key, self._nodes, self._live.values())
-        return idx
+    def _group(self, key: str, namespace: str, node: str) -> _Group:
+        """The namespace's pods in the node's domain of the key, indexed on first use: a check only ever reads
+        the candidate's own domain, so most pods are never indexed."""
+        domain = self._domain.get(key)
+        if domain is None:
+            domain = self._domain[key] = {name: ("value", n.labels[key]) if key in n.labels else ("node", name)
+                                          for name, n in self._nodes.items()}
+            members: dict[Hashable, list[str]] = {}
+            for name, d in domain.items():
+                members.setdefault(d, []).append(name)
+            self._members[key] = members
+        where = domain[node]
+        group = self._groups.get((key, namespace, where))
+        if group is None:
+            group = self._groups[(key, namespace, where)] = _Group()
+            for member in self._members[key][where]:
+                for pod in self._live.get((namespace, member), _NONE).values():
+                    group.add(pod)
+        return group
 
     def _forget(self, pod: Pod) -> None:
-        self._live.pop(id(pod), None)
-        for idx in self._indexes.values():
-            idx.discard(pod)
+        self._live.get((pod.namespace, pod.node_name), _NONE).pop(id(pod), None)
+        for key, domain in self._domain.items():
+            group = self._groups.get((key, pod.namespace, domain[pod.node_name]))
+            if group is not None:
+                group.discard(pod)
 
     def _violation(self, pod: Pod, node: Node, terms: list[Mapping[str, Any]]) -> str | None:
         for term in terms:
@@ -172,11 +174,8 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
                 continue
             key = term.get("topologyKey", "") or ""
             selector = term["labelSelector"]
-            idx = self._index(key)
             for ns in anti_affinity_namespaces(pod, term):
-                group = idx.group(node.name, ns)
-                if group is None:
-                    continue
+                group = self._group(key, ns, node.name)
                 for pool in group.pools(selector):
                     for other in pool.values():
                         # upstream skips every pod with the candidate's name, whatever its namespace

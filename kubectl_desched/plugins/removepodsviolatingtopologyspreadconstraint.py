@@ -70,6 +70,17 @@ class Domain:
     pods: list[Pod]
 
 
+@dataclass
+class Inclusion:
+    """What the inclusion policies admit for one (topology key, pinning, tolerations): the domain values, the
+    admitted nodes by value, and the fit checks against each set of below-average domains. Constraints of a
+    cluster mostly share one, so each is worked out once per run instead of once per constraint."""
+
+    values: list[str]
+    by_value: dict[str, list[Node]]
+    fit_checks: dict[tuple[str, ...], FitCheck] = field(default_factory=dict)
+
+
 class LabelIndex:
     """A namespace's listed pods by label pair and by label key, built once, so a constraint only looks at the
     pods its selector can match."""
@@ -127,7 +138,7 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
         self.selects = args.label_selector.matcher() if args.label_selector is not None else None
         self.allowed = frozenset(args.constraints or ("DoNotSchedule",))
         self.node_map: dict[str, Node] = {}
-        self.inclusion: dict[tuple[Any, ...], tuple[list[str], list[Node]]] = {}  # per run, see _included
+        self.inclusion: dict[tuple[Any, ...], Inclusion] = {}  # per run, see _included
 
     def _listed(self, pod: Pod) -> bool:
         if pod.is_terminal or not self.namespaces.allows(pod.namespace):
@@ -230,26 +241,27 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                           (raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
                           (raw.get("nodeTaintsPolicy") or IGNORE) == HONOR, pod)
 
-    def _included(self, c: Constraint, nodes: list[Node]) -> tuple[list[str], list[Node]]:
+    def _included(self, c: Constraint, nodes: list[Node]) -> Inclusion:
         """The domain values the constraint starts from and the nodes its inclusion policies admit (cached: most
         constraints of a cluster share a topology key and have no node affinity)."""
         key = (c.topology_key, node_pinning(c.definer) if c.affinity_honored else None,
                tuple(c.definer.tolerations) if c.taints_honored else None)
         cached = self.inclusion.get(key)
         if cached is None:
-            eligible = [n for n in nodes
-                        if (not c.affinity_honored or node_selector_mismatch(c.definer, n) is None)
-                        and (not c.taints_honored or tolerates_node(c.definer, n))]
-            values = list(dict.fromkeys(n.labels[c.topology_key] for n in eligible if c.topology_key in n.labels))
-            cached = self.inclusion[key] = (values, eligible)
+            by_value: dict[str, list[Node]] = {}
+            for n in nodes:
+                if ((not c.affinity_honored or node_selector_mismatch(c.definer, n) is None)
+                        and (not c.taints_honored or tolerates_node(c.definer, n)) and c.topology_key in n.labels):
+                    by_value.setdefault(n.labels[c.topology_key], []).append(n)
+            cached = self.inclusion[key] = Inclusion(list(by_value), by_value)
         return cached
 
     # --- balancing ---------------------------------------------------------------------------------------------
 
     def _balance_constraint(self, c: Constraint, index: LabelIndex, nodes: list[Node],
                             chosen: dict[int, tuple[Pod, str]]) -> None:
-        values, eligible = self._included(c, nodes)
-        domains: dict[str, list[Pod]] = {v: [] for v in values}
+        inclusion = self._included(c, nodes)
+        domains: dict[str, list[Pod]] = {v: [] for v in inclusion.values}
         total = 0
         for pod in index.candidates(c):
             if pod.terminating or c.selects is None or not c.selects(pod.labels):
@@ -265,19 +277,18 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
         sizes = {v: len(p) for v, p in domains.items()}
         if max(sizes.values()) - min(sizes.values()) <= c.max_skew:
             return
-        self._move(c, domains, sizes, total, eligible, chosen)
+        self._move(c, domains, sizes, total, inclusion, chosen)
 
     def _move(self, c: Constraint, domains: dict[str, list[Pod]], sizes: dict[str, int], total: int,
-              eligible: list[Node], chosen: dict[int, tuple[Pod, str]]) -> None:
+              inclusion: Inclusion, chosen: dict[int, tuple[Pod, str]]) -> None:
         average = total / len(domains)
         ordered = [Domain(v, domains[v]) for v in sorted(domains, key=lambda v: (sizes[v], v))]
         smallest = ordered[0].value
-        by_value: dict[str, list[Node]] = defaultdict(list)
-        for n in eligible:
-            if c.topology_key in n.labels:
-                by_value[n.labels[c.topology_key]].append(n)
-        below = [n for d in ordered if len(d.pods) < average for n in by_value.get(d.value, ())]
-        fits = FitCheck(self.handle, below)
+        below = tuple(d.value for d in ordered if len(d.pods) < average)
+        fits = inclusion.fit_checks.get(below)
+        if fits is None:  # nothing is evicted until every constraint is balanced, so the answers keep
+            nodes = [n for v in below for n in inclusion.by_value.get(v, ())]
+            fits = inclusion.fit_checks[below] = FitCheck(self.handle, nodes)
         node_fit = self.args.topology_balance_node_fit
         giving: dict[int, str] = {}  # domains pods were taken from, with the reason they give
         i, j = 0, len(ordered) - 1

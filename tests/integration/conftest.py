@@ -54,3 +54,34 @@ def namespace(cluster: LocalCluster) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     cluster.create_namespace(name)
     return name
+
+
+def build_descheduler() -> Path:
+    """Build (or reuse from the cache) the upstream descheduler; return the binary."""
+    if shutil.which("go") is None:
+        pytest.skip("the oracle tests need the Go toolchain to build the upstream descheduler: `go` is not on PATH")
+    proc = subprocess.run(
+        [str(CLUSTER_DIR / "build-descheduler")], capture_output=True, text=True, timeout=3600, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"tests/cluster/build-descheduler failed with exit code {proc.returncode}:\n"
+                           f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1]) / "descheduler"
+
+
+@pytest.fixture(scope="session")
+def upstream_descheduler() -> Path:
+    return build_descheduler()
+
+
+@pytest.fixture(scope="session")
+def oracle_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A control plane of its own for the oracle cases: the upstream descheduler sees every node of the cluster,
+    so the nodes other tests leave behind must not be there."""
+    bin_dir = build_binaries()
+    local = LocalCluster(bin_dir, tmp_path_factory.mktemp("oracle-cluster"))
+    try:
+        local.start()
+        yield local
+    finally:
+        local.stop()

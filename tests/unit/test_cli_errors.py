@@ -77,6 +77,14 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", *SNAP, "--min-replicas", "-2"], 2, "--min-replicas: minReplicas: must not be negative"),
     (["balance", *SNAP, "--args", 'DefaultEvictor={"nodeFit": "yes"}'], 2,
      "--args DefaultEvictor: nodeFit: must be a boolean"),
+    (["balance", *SNAP, "--plugin", "LowNodeLoad"], 2,
+     "the policy needs NodeMetric objects: add them to the snapshot (kubectl get nodemetrics.slo.koordinator.sh"),
+    (["balance", *SNAP, "--use-metrics"], 2,
+     "the policy needs NodeMetrics objects: add them to the snapshot (kubectl get --raw /apis/metrics.k8s.io"),
+    (["balance", *SNAP, "--plugin", "LowNodeLoad", "--thresholds", "cpu=80", "--target-thresholds", "cpu=70"], 2,
+     "--thresholds: lowThresholds.cpu: 80 is greater than highThresholds.cpu 70"),
+    (["balance", *SNAP, "--use-metrics", "--thresholds", "nvidia.com/gpu=10"], 2,
+     "thresholds.nvidia.com/gpu: metrics.k8s.io measures only cpu and memory"),
 ]
 IDS = [" ".join(a) for a, _, _ in BAD_INPUT]
 

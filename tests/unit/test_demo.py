@@ -78,3 +78,55 @@ def test_flags_with_a_policy_patch_keep_kubectls_namespace_scope() -> None:
         doc = json.loads(result.output)
         assert doc["scope"] == "namespace default (-A for all namespaces)"
         assert {c["namespace"] for c in doc["candidates"]} <= {"default"}
+
+
+METRICS = str(Path(__file__).resolve().parents[2] / "examples" / "demo-metrics.yaml")
+
+
+def _run_with_metrics(*args: str) -> dict:
+    result = CliRunner().invoke(cli, [*args, "--from-file", DEMO, "--from-file", METRICS, "-A", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_demo_by_load_only_the_really_hot_worker_loses_pods() -> None:
+    """By requests worker-a1 and worker-a2 are both over 50%; by load only worker-a1 is over 75%."""
+    doc = _run_with_metrics("balance", "--plugin", "LowNodeLoad")
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
+    assert nodes["worker-a1"]["basis"] == "load from NodeMetric"
+    assert nodes["worker-a1"]["class"]["LowNodeLoad"] == "over-utilized"
+    assert nodes["worker-a2"]["class"]["LowNodeLoad"] == "under-utilized"
+    assert nodes["worker-a1"]["after"]["cpu"] < nodes["worker-a1"]["now"]["cpu"]
+    assert all(c["reason"].startswith("node load above high threshold: cpu") for c in doc["candidates"])
+
+
+def test_demo_by_metrics_server_usage() -> None:
+    doc = _run_with_metrics("balance", "--use-metrics")
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
+    assert nodes["worker-a2"]["class"]["LowNodeUtilization"] == "appropriately utilized"
+    assert nodes["worker-a1"]["basis"] == "usage from metrics.k8s.io"
+    by_requests = _run("balance")
+    assert {c["node"] for c in by_requests["candidates"]} == {"worker-a1", "worker-a2"}
+
+
+def test_demo_metrics_file_is_current(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    out = tmp_path / "m.yaml"
+    script = Path(__file__).resolve().parents[2] / "examples" / "make-demo-metrics"
+    subprocess.run([sys.executable, str(script), "--out", str(out)], check=True, capture_output=True)
+    assert out.read_text() == Path(METRICS).read_text()
+
+
+def test_a_koord_descheduler_configuration_runs_as_is() -> None:
+    policy = str(Path(__file__).resolve().parents[2] / "examples" / "koord-lownodeload.yaml")
+    result = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "--from-file", METRICS,
+                                      "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert {c["plugin"] for c in doc["candidates"]} == {"LowNodeLoad"}
+    assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
+    assert len(doc["candidates"]) == 5  # 93% -> 44%: under the policy's 50% cpu
+    assert any("consecutiveAbnormalities 2" in m["message"] for m in doc["messages"])

@@ -28,7 +28,8 @@ class FakeServer:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.asked = threading.Event()  # set when a page after the first is requested
 
-    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None) -> bytes:
+    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
+                 timeout: Any = None) -> bytes:
         q = dict(query or [])
         self.calls.append((path, q))
         if q.get("continue"):

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.errors import ConfigError
 from kubectl_desched.explain import Verdicts, explain_node_doc, explain_node_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, run
@@ -406,7 +405,7 @@ def test_explain_node_document_and_text() -> None:
     assert rows["n1-p0"][0] == "evict" and rows["n1-p1"][0] == "evict"
     assert rows["n1-p2"] == ("keep", "LowNodeUtilization: not moved: node is back under the target thresholds")
     assert rows["done"][0] == "keep"
-    assert rows["done"][1].startswith("phase Succeeded: not counted in utilization")
+    assert rows["done"][1].startswith("phase Succeeded: already finished, no enabled plugin selects it")
     text = explain_node_text(doc)
     assert text.splitlines()[0] == "Node n1: Ready; schedulable"
     assert "LowNodeUtilization: over-utilized: cpu 100%" in text
@@ -452,13 +451,3 @@ def test_second_profile_moves_other_pods() -> None:
                                                                    ("n1-p2", "second")]
     assert len({id(c.pod) for c in plan.candidates}) == 3
 
-
-# --- args only the plugin can reject -------------------------------------------------------------------------------
-
-
-def test_actual_usage_metrics_are_refused_with_the_field_path() -> None:
-    args = {**CPU_ARGS, "metricsUtilization": {"source": "KubernetesMetrics"}}
-    with pytest.raises(ConfigError) as info:
-        plan_for([b.node("n1")], args)
-    assert str(info.value) == ("flags: profiles[0].pluginConfig[1].args.metricsUtilization: actual-usage metrics "
-                               "are not supported yet; remove it to balance by requests")

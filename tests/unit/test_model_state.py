@@ -256,8 +256,10 @@ def test_node_parsing() -> None:
         ([{"type": "Ready", "status": "True"}], True),
         ([{"type": "Ready", "status": "False"}], False),
         ([{"type": "Ready", "status": "Unknown"}], False),
-        ([{"type": "MemoryPressure", "status": "True"}], False),
-        ([], False),
+        # Like upstream's IsReady (proven by the oracle case nodes-without-ready-condition): only a Ready condition
+        # that is not True rules a node out.
+        ([{"type": "MemoryPressure", "status": "True"}], True),
+        ([], True),
     ],
 )
 def test_node_readiness(conditions: list[dict[str, str]], ready: bool) -> None:

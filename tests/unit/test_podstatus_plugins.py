@@ -48,6 +48,7 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
+    objs = b.with_spare_node(objs)
     return ClusterState(
         [node_from_json(o) for o in objs if o["kind"] == "Node"],
         [pod_from_json(o) for o in objs if o["kind"] == "Pod"],

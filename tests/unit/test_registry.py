@@ -222,3 +222,57 @@ def test_full_registry_loads_entry_points(fake_entry_points: Callable[[list[Fake
     reg = full_registry()
     assert "Descheduler" in reg and "LowNodeUtilization" in reg
     assert len(reg.broken) == 1 and "ImportError: boom" in reg.broken[0]
+
+
+# --- args types ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NeedsValue:
+    value: int
+
+
+@dataclass
+class Unresolvable:
+    value: NoSuchType = None  # type: ignore[name-defined]  # noqa: F821
+
+
+@dataclass
+class NotJson:
+    value: object = dataclass
+
+
+class _WithArgs(DeschedulePlugin):
+    def deschedule(self, nodes: list[Node]) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("args_type", "message"), [
+    (dict, "WithArgs: args_type <class 'dict'> is not a dataclass"),
+    (NeedsValue, "WithArgs: args NeedsValue: cannot be built from its defaults: TypeError: "),
+    (Unresolvable, "WithArgs: args Unresolvable: field types do not resolve: NameError: name 'NoSuchType'"),
+    (NotJson, "WithArgs: args NotJson: cannot be built from its defaults: TypeError: Object of type function"),
+])
+def test_spec_of_rejects_args_types_that_cannot_work(args_type: type, message: str) -> None:
+    plugin = type("WithArgs", (_WithArgs,), {"name": "WithArgs", "args_type": args_type})
+    with pytest.raises(TypeError) as err:
+        PluginSpec.of(plugin)
+    assert str(err.value).startswith(message)
+
+
+def test_every_in_tree_args_type_builds_from_its_defaults() -> None:
+    for spec in in_tree_registry():  # PluginSpec.of checked each when the registry was built
+        assert spec.args_type is None or spec.args_type() is not None
+
+
+def test_broken_plugin_name_says_why(fake_entry_points: Callable[[list[FakeEntryPoint]], list[str]]) -> None:
+    fake_entry_points([FakeEntryPoint("Gone", _raise(ImportError("No module named 'gone'")),
+                                      SimpleNamespace(name="gone-dist"))])
+    reg = in_tree_registry()
+    reg.load_entry_points()
+    assert reg.is_broken("Gone") and not reg.is_broken("LowNodeUtilization") and not reg.is_broken("Other")
+    with pytest.raises(RegistryError) as err:
+        reg.get("Gone")
+    assert str(err.value) == ("plugin Gone is installed but could not be loaded: out-of-tree plugin Gone from "
+                              "gone-dist (entry point Gone): ImportError: No module named 'gone'")
+    assert reg.why_unknown("Other").startswith("unknown plugin 'Other'; known: DefaultEvictor, ")

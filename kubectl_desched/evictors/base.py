@@ -1,0 +1,79 @@
+"""What every evictor offers the shared runner (evictors/execute.py), and what it hands back.
+
+The runner owns pacing, Ctrl-C, the live lines, the report and events; an evictor only knows how to check
+its permissions and how to act on one confirmed candidate. Two evictors exist: the Eviction API
+(eviction_api.py) and Koordinator PodMigrationJobs (migration.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from kubectl_desched.framework.plan import Candidate
+
+# Outcomes that do not make the exit code 1. Anything else (blocked, changed, moved, forbidden, failed,
+# unknown, interrupted, ...) is a confirmed action that did not happen as asked, or may not have.
+OK_OUTCOMES = frozenset({
+    "evicted", "would evict",  # Eviction API
+    "gone", "terminating",     # the pod was already gone or going when we looked: nothing left to do
+    "created", "succeeded",    # PodMigrationJob created (--no-wait) / ended Succeeded
+    "would create",            # PodMigrationJob accepted by a server dry run
+})
+
+# Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
+DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded",
+                                 "timed out", "unfinished"})  # a PodMigrationJob still running may yet evict
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp(t: datetime | None) -> str | None:
+    """RFC 3339 in UTC with milliseconds: evictions a few ms apart must stay in order in the report."""
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z" if t else None
+
+
+@dataclass
+class EvictionResult:
+    candidate: Candidate
+    outcome: str  # see OK_OUTCOMES; an evictor may add its own words
+    message: str
+    started: datetime | None = None
+    finished: datetime | None = None
+    attempts: int = 0  # requests sent for this pod (retries after 429 or a lost connection count)
+    notes: list[str] = field(default_factory=list)  # e.g. "event not recorded: ..." (warnings, not failures)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in OK_OUTCOMES
+
+    @property
+    def disruptive(self) -> bool:
+        return self.outcome in DISRUPTIVE_OUTCOMES
+
+
+class Evictor(Protocol):
+    """One way of acting on confirmed candidates. Constructed with its Connection and options."""
+
+    name: str  # "eviction-api" or "migration": recorded in the report
+
+    def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
+        """Before the prompt: what the user may not do that acting on these candidates needs, each as one
+        phrase such as "create pods/eviction in namespace web" (kube/access.py builds them). Empty: all fine.
+        May raise DeschedError for a cluster that cannot work at all (e.g. the CRD is not served)."""
+        ...
+
+    def evict(self, candidate: Candidate, stop: threading.Event) -> EvictionResult:
+        """Act on one candidate and say what happened, with started/finished set. Runs in a worker thread,
+        several at once under --max-in-flight. `stop` is set on Ctrl-C: stop retrying or waiting and return
+        (outcome "interrupted" if nothing was sent). Never raises for API or network errors."""
+        ...
+
+    def settle(self, results: list[EvictionResult], stop: threading.Event) -> list[EvictionResult]:
+        """After every evict() returned: wait for work that evict() only started (PodMigrationJobs) and return
+        the final results in the same order. The Eviction API returns them unchanged."""
+        ...

@@ -1,0 +1,243 @@
+"""Run confirmed evictions safely, whichever evictor acts: pacing (--max-in-flight, --interval, --wait-ready),
+Ctrl-C, events, and one result per confirmed candidate, in plan order, for the table and the report.
+
+Threads: each eviction runs in a daemon worker thread; this (main) thread only schedules and collects. SIGINT
+sets a flag instead of raising, so no bookkeeping is cut in half: the first Ctrl-C stops new evictions and
+waits for the ones in flight (an evictor stops retrying when told), a second abandons them."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_desched.evictors.base import EvictionResult, Evictor, now
+from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
+from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
+from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.kube.access import missing_permissions
+
+POLL = 0.5  # seconds between readiness reads of an owner
+
+
+@dataclass(frozen=True)
+class Pacing:
+    max_in_flight: int = 1
+    interval: float = 0.0  # seconds between the starts of two evictions
+    wait_ready: bool = False
+    timeout: float = 300.0  # bounds each --wait-ready wait (the evictor uses it for its retries)
+
+
+@dataclass
+class Outcome:
+    results: list[EvictionResult]
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+Note = Callable[[str], None]
+
+
+class Runner:
+    def __init__(self, evictor: Evictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
+                 events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
+                 note: Note | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.evictor = evictor
+        self.pacing = pacing
+        self.workloads = workloads if pacing.wait_ready else None
+        self.events = events
+        self.on_result = on_result or (lambda _r: None)
+        self.note = note or (lambda _m: None)
+        self.clock = clock
+        self.stop = threading.Event()
+        self.presses = 0
+        self._inbox: queue.Queue[tuple[str, int, object]] = queue.Queue()
+
+    # ------------------------------------------------------------------ before the prompt
+
+    def preflight(self, candidates: Sequence[Candidate]) -> tuple[list[str], list[str]]:
+        """(missing permissions that stop the run, missing ones that only lose events)."""
+        missing = self.evictor.preflight(candidates)
+        namespaces = {c.pod.namespace for c in candidates}
+        if self.workloads is not None:
+            missing += missing_permissions(self.workloads.conn, owner_permissions([c.pod for c in candidates]),
+                                           namespaces)
+        optional = missing_permissions(self.events.conn, [EVENT_PERMISSION], namespaces) if self.events else []
+        return missing, optional
+
+    # ------------------------------------------------------------------ acting
+
+    def run(self, candidates: Sequence[Candidate]) -> Outcome:
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, self._on_sigint) if in_main else None
+        try:
+            results = self._schedule(list(candidates))
+            results = self.evictor.settle(results, self.stop)
+        finally:
+            if in_main:
+                signal.signal(signal.SIGINT, previous)
+        return Outcome(results, interrupted=self.presses > 0)
+
+    def _on_sigint(self, _sig: int, _frame: FrameType | None) -> None:
+        self.presses += 1  # no printing here: the main thread may be inside a write to stderr
+        self.stop.set()
+
+    def _schedule(self, candidates: list[Candidate]) -> list[EvictionResult]:
+        keys = self._workload_keys(candidates)
+        pending = list(range(len(candidates)))
+        results: dict[int, EvictionResult] = {}
+        in_flight: set[int] = set()
+        busy: set[Workload] = set()  # in flight or recovering: its next pod waits
+        held: dict[Workload, str] = {}  # never came back within --timeout: its other pods are left alone
+        following: set[int] = set()  # started with a recovery wait: "ready", not "result", frees the workload
+        last_start: float | None = None
+        told = 0
+
+        def finish(i: int, r: EvictionResult) -> None:
+            results[i] = r
+            self.on_result(r)
+
+        while pending or in_flight:
+            if self.presses > told:
+                told = self.presses
+                if told == 1:
+                    self.note(f"interrupted: no new evictions; waiting for {len(in_flight)} in flight to finish "
+                              "(Ctrl-C again to abandon them)" if in_flight else "interrupted: no new evictions")
+            if self.stop.is_set():
+                for i in pending:
+                    finish(i, EvictionResult(candidates[i], "interrupted", "not evicted: stopped by Ctrl-C before "
+                                                                           "its turn"))
+                pending = []
+                if self.presses >= 2 or not in_flight:
+                    for i in sorted(in_flight):
+                        finish(i, EvictionResult(candidates[i], "unknown", "abandoned by a second Ctrl-C while the "
+                                                 "eviction was in flight: it may have been applied; check the pod",
+                                                 finished=now()))
+                    in_flight.clear()
+                    break
+            for i in list(pending):
+                w = keys[i]
+                if w in held:
+                    pending.remove(i)
+                    finish(i, EvictionResult(candidates[i], "held", f"not evicted: {held[w]}"))
+            start = self._next(pending, keys, busy, in_flight, last_start)
+            if start is not None:
+                pending.remove(start)
+                in_flight.add(start)
+                w = keys[start]
+                follow = w is not None and any(keys[j] == w for j in pending)
+                if w is not None:
+                    busy.add(w)
+                if follow:
+                    following.add(start)
+                last_start = self.clock()
+                threading.Thread(target=self._work, args=(start, candidates[start], w if follow else None),
+                                 daemon=True, name=f"evict-{start}").start()
+                continue
+            try:
+                kind, i, payload = self._inbox.get(timeout=self._wait(pending, last_start))
+            except queue.Empty:
+                continue
+            w = keys[i]
+            if kind == "result":
+                in_flight.discard(i)
+                if i not in results:  # not already abandoned
+                    finish(i, payload)  # type: ignore[arg-type]
+            elif payload and w is not None:  # "ready" with why the owner did not come back
+                held[w] = str(payload)
+            if w is not None and (kind == "ready" or i not in following):
+                busy.discard(w)
+        return [results[i] for i in range(len(candidates))]
+
+    def _next(self, pending: list[int], keys: list[Workload | None], busy: set[Workload], in_flight: set[int],
+              last_start: float | None) -> int | None:
+        """The first pending candidate that may start now, in plan order."""
+        if self.stop.is_set() or len(in_flight) >= self.pacing.max_in_flight:
+            return None
+        if last_start is not None and self.clock() - last_start < self.pacing.interval:
+            return None
+        for i in pending:
+            if keys[i] is None or keys[i] not in busy:
+                return i
+        return None
+
+    def _wait(self, pending: list[int], last_start: float | None) -> float:
+        if pending and last_start is not None:
+            left = self.pacing.interval - (self.clock() - last_start)
+            if left > 0:
+                return min(left, 0.2)
+        return 0.2
+
+    def _workload_keys(self, candidates: list[Candidate]) -> list[Workload | None]:
+        """Each candidate's workload, or None when nothing groups it (no --wait-ready, bare pod, or unreadable
+        owner: then that pod just does not wait)."""
+        keys: list[Workload | None] = []
+        for c in candidates:
+            w = None
+            if self.workloads is not None:
+                try:
+                    w = self.workloads.workload(c.pod)
+                except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                    self.note(f"{c.pod.key}: cannot read its owner ({type(e).__name__}): it will not be waited on")
+            keys.append(w)
+        return keys
+
+    def _work(self, i: int, c: Candidate, follow: Workload | None) -> None:
+        before: Readiness | None = None
+        if follow is not None and self.workloads is not None:
+            try:
+                before = self.workloads.readiness(follow)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+                before = None
+        try:
+            r = self.evictor.evict(c, self.stop)
+        except Exception as e:  # an evictor must not raise; if one does, the run still ends with a record
+            r = EvictionResult(c, "failed", f"internal error: {type(e).__name__}: {e}", finished=now())
+        if r.outcome == "evicted" and self.events is not None:
+            try:
+                self.events.descheduled(c)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                why = f"HTTP {e.status}" if isinstance(e, ApiException) else type(e).__name__
+                r.notes.append(f"event not recorded: {why}")
+                self.note(f"warning: {c.pod.key}: evicted, but the event could not be recorded ({why})")
+        self._inbox.put(("result", i, r))
+        if follow is not None:
+            verdict = self._wait_ready(follow, before) if r.disruptive else None
+            self._inbox.put(("ready", i, verdict))
+
+    def _wait_ready(self, w: Workload, before: Readiness | None) -> str | None:
+        """None once the owner's status moved since the eviction and shows every replica ready; else why not.
+        Requiring a change avoids reading a status the controller has not yet updated for the eviction."""
+        assert self.workloads is not None
+        deadline = self.clock() + self.pacing.timeout
+        seen: Readiness | None = None
+        shown = False
+        while not self.stop.is_set():
+            try:
+                seen = self.workloads.readiness(w)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                if isinstance(e, ApiException) and e.status == 404:
+                    return f"{w} no longer exists"
+            else:
+                moved = before is None or seen.version != before.version
+                if moved and seen.complete:
+                    return None
+            if self.clock() >= deadline:
+                break
+            if not shown:
+                self.note(f"waiting for {w} to be ready ({seen or 'status unknown'}) before its next eviction")
+                shown = True
+            self.stop.wait(min(POLL, max(deadline - self.clock(), 0.01)))
+        if self.stop.is_set():
+            return "stopped by Ctrl-C while waiting for its owner"
+        state = f"{seen}" if seen else "status unreadable"
+        if seen and before and seen.version == before.version:
+            state += ", status unchanged since the eviction: is its controller running?"
+        return f"{w} not back to ready within --timeout ({state})"

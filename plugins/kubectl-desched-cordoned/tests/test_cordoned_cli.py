@@ -1,0 +1,170 @@
+"""The installed plugin as a user meets it: found through its entry point, listed by `kubectl desched plugins`, and
+run by the real CLI (a subprocess) from flags and from a policy file, against a snapshot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cordoned_fixtures import PLUGIN, node, pdb, pod
+from kubectl_desched_cordoned import RemovePodsFromCordonedNodes
+
+from kubectl_desched.framework.registry import ENTRY_POINT_GROUP
+from kubectl_desched.plugins import full_registry
+
+CA_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "1762160000", "effect": "NoSchedule"}
+
+
+def desched(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubectl_desched", *args], capture_output=True, text=True,
+                          timeout=120, check=False, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> str:
+    """Two cordoned nodes (one with a PDB-guarded pod), one node the autoscaler is removing, one healthy node."""
+    objs = [node("cordoned-1", cordoned=True), node("cordoned-2", cordoned=True),
+            node("scaling-down", taints=[CA_TAINT]), node("healthy"),
+            pod("web-1", "cordoned-1", namespace="shop", priority=100), pod("web-2", "cordoned-1", namespace="shop"),
+            pod("agent", "cordoned-1", namespace="kube-system", owner="DaemonSet"),
+            pod("db-0", "cordoned-2", namespace="shop", owner="StatefulSet", labels={"app": "db"}),
+            pod("crashed", "cordoned-2", namespace="shop", phase="Failed"),
+            pod("batch-1", "scaling-down", namespace="jobs", owner="Job"),
+            pod("api-1", "healthy", namespace="shop"),
+            pdb("db", {"app": "db"}, namespace="shop", allowed=0)]
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
+    return str(path)
+
+
+def candidates(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, str, str]]:
+    assert proc.returncode == 0, proc.stderr
+    return [(c["pod"], c["node"], c["reason"]) for c in json.loads(proc.stdout)["candidates"]]
+
+
+# --- discovery ------------------------------------------------------------------------------------------------------
+
+
+def test_registered_through_its_entry_point() -> None:
+    (ep,) = [e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == PLUGIN]
+    assert ep.dist is not None and ep.dist.name == "kubectl-desched-cordoned"
+    assert ep.load() is RemovePodsFromCordonedNodes
+    registry = full_registry()
+    spec = registry.get(PLUGIN)
+    assert spec.factory is RemovePodsFromCordonedNodes
+    assert spec.points == ("deschedule",)
+    assert spec.origin == f"kubectl-desched-cordoned (entry point {PLUGIN})"
+    assert not [line for line in registry.broken if PLUGIN in line]
+
+
+def test_plugins_command_lists_it_with_its_defaults() -> None:
+    table = desched("plugins")
+    assert table.returncode == 0 and table.stderr == ""
+    (row,) = [line for line in table.stdout.splitlines() if line.startswith(PLUGIN)]
+    assert row.split()[:3] == [PLUGIN, "deschedule", "kubectl-desched-cordoned"]
+    assert "drainTaints=[]" in row
+    doc = json.loads(desched("plugins", "-o", "json").stdout)
+    (entry,) = [p for p in doc["plugins"] if p["name"] == PLUGIN]
+    assert entry == {
+        "name": PLUGIN, "extensionPoints": ["deschedule"], "origin": f"kubectl-desched-cordoned (entry point {PLUGIN})",
+        "description": "Drains cordoned nodes (or nodes with a drainTaints taint) within the eviction limits.",
+        "defaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False}}
+    assert doc["broken"] == []
+
+
+# --- from flags -----------------------------------------------------------------------------------------------------
+
+
+def test_deschedule_with_the_plugin_flag(snapshot: str) -> None:
+    got = candidates(desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json"))
+    cordoned = "node is cordoned (spec.unschedulable)"
+    assert got == [("web-2", "cordoned-1", cordoned), ("web-1", "cordoned-1", cordoned),  # priority 0 before 100
+                   ("db-0", "cordoned-2", cordoned)]
+
+
+def test_args_flag_adds_drain_taints_and_limits_apply(snapshot: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+                   "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
+    assert [(p, n) for p, n, _ in candidates(proc)] == [("web-2", "cordoned-1"), ("db-0", "cordoned-2"),
+                                                        ("batch-1", "scaling-down")]
+    assert candidates(proc)[2][2] == "node has drain taint ToBeDeletedByClusterAutoscaler=1762160000:NoSchedule"
+
+
+def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot, "-n", "shop", "--plugin", PLUGIN)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 candidate pod(s):" in proc.stdout
+    assert "node is cordoned (spec.unschedulable) [1]" in proc.stdout  # db-0's PDB allows no disruption
+    assert "PodDisruptionBudget db allows no more disruptions" in proc.stdout
+    assert "nothing can be evicted" in proc.stdout
+
+
+def test_bad_args_flag_is_one_line_naming_the_field(snapshot: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN,
+                   "--args", f'{PLUGIN}={{"drainTaints": ["no spaces allowed"]}}')
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: --args {PLUGIN}: drainTaints[0]: 'no spaces allowed' is not a taint key or "
+                           "key=value\n")
+
+
+def test_explain_node_with_the_plugin(snapshot: str) -> None:
+    proc = desched("explain", "node", "cordoned-1", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["plugins"] == [{"plugin": PLUGIN, "class": "draining",
+                               "detail": "node is cordoned (spec.unschedulable): 2 pod(s) to move"}]
+    verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in doc["pods"]}
+    assert verdicts["agent"] == ("keep", "protected: DaemonSet pod")
+    assert verdicts["web-1"] == ("evict", f"{PLUGIN}: node is cordoned (spec.unschedulable)")
+
+
+# --- from a policy file ---------------------------------------------------------------------------------------------
+
+
+def _policy(tmp_path: Path, doc: dict[str, Any]) -> str:
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, {
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "maxNoOfPodsToEvictTotal": 10,
+        "profiles": [{"name": "maintenance",
+                      "pluginConfig": [{"name": "DefaultEvictor", "args": {"evictFailedBarePods": True}},
+                                       {"name": "RemoveFailedPods", "args": {"minPodLifetimeSeconds": 0}},
+                                       {"name": PLUGIN, "args": {"drainTaints": ["ToBeDeletedByClusterAutoscaler"],
+                                                                 "namespaces": {"exclude": ["jobs"]}}}],
+                      "plugins": {"deschedule": {"enabled": ["RemoveFailedPods", PLUGIN]}}}]})
+    proc = desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert [(c["pod"], c["plugin"]) for c in doc["candidates"]] == [
+        ("crashed", "RemoveFailedPods"), ("web-2", PLUGIN), ("web-1", PLUGIN), ("db-0", PLUGIN)]
+    assert doc["policy"]["profiles"][0]["deschedule"] == ["RemoveFailedPods", PLUGIN]
+
+
+def test_koordinator_configuration_runs_it_too(snapshot: str, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, {
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
+        "profiles": [{"name": "koord", "pluginConfig": [{"name": PLUGIN, "args": {"includeTolerating": False}}],
+                      "plugins": {"deschedule": {"enabled": [{"name": PLUGIN}]}}}]})
+    got = candidates(desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json"))
+    assert [p for p, _, _ in got] == ["web-2", "web-1", "db-0"]
+
+
+def test_bad_args_in_a_policy_name_file_and_path(snapshot: str, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, {
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+        "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN, "args": {"includeTolerating": "sometimes"}}],
+                      "plugins": {"deschedule": {"enabled": [PLUGIN]}}}]})
+    proc = desched("run", "--policy", policy, "--from-file", snapshot)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {policy}: profiles[0].pluginConfig[0].args.includeTolerating: "
+                           "must be a boolean, not 'sometimes'\n")

@@ -1,0 +1,159 @@
+"""A loopback HTTPS proxy between kubectl-desched and the real kube-apiserver that breaks chosen requests.
+
+It terminates TLS with its own throw-away certificate (the tool's kubeconfig points at the proxy and trusts
+that certificate) and re-originates each request to the apiserver, because injecting an HTTP 500 needs to see
+HTTP: a plain TCP relay could only cut connections. The bearer token passes through untouched.
+
+A rule decides, per request, one of:
+  pass        forward and relay the answer
+  500         answer 500 without forwarding (the server never saw it)
+  drop        close the connection without forwarding (never saw it)
+  drop-after  forward (the server applies it), then close without answering: a lost response
+  hang-after  forward, then hold the answer past the client's timeout and close: a timed-out response
+Every request is logged with its action and the upstream status, so a test can prove what reached the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+Rule = Callable[[str, str, int], str]  # (method, path, nth time this method+path was seen, from 1) -> action
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    action: str
+    upstream: int | None  # the apiserver's status; None if it never saw the request
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (openssl: the standard library cannot make one)."""
+    cert, key = directory / "proxy.crt", directory / "proxy.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, upstream_ca: Path, work_dir: Path, rule: Rule, hang: float = 4.0) -> None:
+        self.upstream = urlsplit(upstream)
+        self.upstream_ssl = ssl.create_default_context(cafile=str(upstream_ca))
+        self.rule = rule
+        self.hang = hang
+        self.cert, key = self_signed(work_dir)
+        self.log: list[Seen] = []
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], int] = {}
+        server_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_ssl.load_cert_chain(self.cert, key)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.server.socket = server_ssl.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def kubeconfig(self, admin_kubeconfig: Path, out: Path) -> Path:
+        """The admin kubeconfig with its server swapped for the proxy, trusting the proxy's certificate."""
+        config = json.loads(admin_kubeconfig.read_text())
+        for c in config["clusters"]:
+            c["cluster"] = {"server": self.url, "certificate-authority": str(self.cert)}
+        out.write_text(json.dumps(config))
+        return out
+
+    def seen(self, method: str | None = None, suffix: str = "") -> list[Seen]:
+        with self._lock:
+            return [s for s in self.log if (method is None or s.method == method) and s.path.endswith(suffix)]
+
+    def _decide(self, method: str, path: str) -> str:
+        with self._lock:
+            key = (method, path)
+            self._counts[key] = self._counts.get(key, 0) + 1
+            return self.rule(method, path, self._counts[key])
+
+    def _record(self, s: Seen) -> None:
+        with self._lock:
+            self.log.append(s)
+
+    def _forward(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, Any, bytes]:
+        conn = http.client.HTTPSConnection(self.upstream.hostname or "127.0.0.1", self.upstream.port,
+                                           context=self.upstream_ssl, timeout=30)
+        try:
+            conn.request(method, target, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.getheaders(), resp.read()
+        finally:
+            conn.close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = urlsplit(self.path).path
+                action = proxy._decide(self.command, path)
+                if action in ("drop", "500"):
+                    proxy._record(Seen(self.command, path, action, None))
+                    if action == "drop":
+                        self.close_connection = True
+                        return
+                    payload = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                          "message": "injected by the fault proxy", "code": 500}).encode()
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+                status, resp_headers, data = proxy._forward(self.command, self.path, headers, body)
+                proxy._record(Seen(self.command, path, action, status))
+                if action in ("drop-after", "hang-after"):
+                    if action == "hang-after":
+                        time.sleep(proxy.hang)
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.send_response(status)
+                for k, v in resp_headers:
+                    if k.lower() not in HOP_HEADERS:
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+        return Handler
