@@ -41,9 +41,6 @@ class ClusterState:
         self._pdbs_by_ns: dict[str, list[PodDisruptionBudget]] = defaultdict(list)
         for b in self.pdbs:
             self._pdbs_by_ns[b.namespace].append(b)
-        # Replicas share their labels object (model.py pools equal values): one selector match per workload, not
-        # per pod, since namespaces of big clusters hold hundreds of PDBs. The key holds the labels alive.
-        self._pdb_matches: dict[tuple[str, int], tuple[Mapping[str, str], list[PodDisruptionBudget]]] = {}
         self._removed: set[int] = set()
         self._requested: dict[str, dict[str, float]] = {}
 
@@ -76,12 +73,7 @@ class ClusterState:
         return [p for p in pods if id(p) not in self._removed]
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
-        key = (pod.namespace, id(pod.labels))
-        found = self._pdb_matches.get(key)
-        if found is None or found[0] is not pod.labels:
-            found = self._pdb_matches[key] = (pod.labels, [b for b in self._pdbs_by_ns.get(pod.namespace, ())
-                                                           if b.covers(pod)])
-        return list(found[1])
+        return [b for b in self._pdbs_by_ns.get(pod.namespace, ()) if b.covers(pod)]
 
     def requested(self, node: str) -> dict[str, float]:
         """Summed requests of the node's non-terminal pods, with `pods` counting them (cached)."""

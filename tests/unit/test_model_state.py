@@ -419,7 +419,7 @@ def test_pdbs_for() -> None:
     assert [x.name for x in state.pdbs_for(bb)] == ["all-shop"]
 
 
-def test_replicas_share_equal_values_and_pdb_lookups_stay_per_namespace() -> None:
+def test_replicas_share_equal_values_and_pdbs_still_match_per_namespace() -> None:
     pods = [pod_from_json(b.pod(f"web-{i}", "n1", labels={"app": "web"}, namespace=ns, owner_name="web"))
             for i, ns in enumerate(["shop", "shop", "staging"])]
     assert pods[0].labels is pods[1].labels is pods[2].labels  # one labels map for equal labels
