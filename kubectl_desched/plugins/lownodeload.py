@@ -237,6 +237,24 @@ def _match_score(pod_usage: Mapping[str, float], excess: Mapping[str, float], we
     return score / weight_sum if weight_sum else 0.0
 
 
+# Koordinator's five classes of a node (none of them: appropriately utilized), and how the nodes table names them.
+_SHOWN_AS = {"high": "over-utilized", "prod_high": "prod over-utilized", "low": "under-utilized",
+             "both_low": "under-utilized", "prod_low": "prod under-utilized", "none": "appropriately utilized"}
+
+
+def _group(load: _NodeLoad) -> str:
+    """Koordinator's order: under the low thresholds first (then by prod usage), then over the high ones."""
+    if load.under(False):
+        if load.over(True):
+            return "prod_high"
+        return "both_low" if load.under(True) else "low"
+    if load.over(False):
+        return "high"
+    if load.over(True):
+        return "prod_high"
+    return "prod_low" if load.under(True) else "none"
+
+
 class LowNodeLoad(BalancePlugin):
     """Evicts pods from nodes whose actual load is above the high thresholds, towards nodes under the low."""
 
@@ -330,22 +348,14 @@ class LowNodeLoad(BalancePlugin):
                            label: str, processed: set[str]) -> None:
         handle = self.handle
         prod_set = bool(pool.prod_low_thresholds or pool.prod_high_thresholds)
-        low, high, prod_low, prod_high, both_low = [], [], [], [], []
+        groups: dict[str, list[_NodeLoad]] = {g: [] for g in _SHOWN_AS}
         for load in loads:
-            if load.under(False):
-                if load.over(True):
-                    prod_high.append(load)
-                elif load.under(True):
-                    both_low.append(load)
-                else:
-                    low.append(load)
-            elif load.over(False):
-                high.append(load)
-            elif load.over(True):
-                prod_high.append(load)
-            elif load.under(True):
-                prod_low.append(load)
-            self._report(load, levels, pool, label, prod_set, high, prod_high, low, both_low, prod_low)
+            group = _group(load)
+            groups[group].append(load)
+            klass = _SHOWN_AS[group] if prod_set or group != "prod_low" else "appropriately utilized"
+            self._report(load, klass, levels, pool, label, prod_set)
+        low, high, prod_low, prod_high, both_low = (groups[g] for g in ("low", "high", "prod_low", "prod_high",
+                                                                         "both_low"))
 
         why = ""
         all_low = len(low) + len(prod_low) + len(both_low)
@@ -438,21 +448,8 @@ class LowNodeLoad(BalancePlugin):
                     (ld.prod_low if prod else ld.low)[r] = _absolute(low_pct, cap)
                     (ld.prod_high if prod else ld.high)[r] = _absolute(high_pct, cap)
 
-    def _report(self, load: _NodeLoad, levels: _Levels, pool: NodePool, label: str, prod_set: bool,
-                high: list, prod_high: list, low: list, both_low: list, prod_low: list) -> None:
-        def has(group: list) -> bool:
-            return bool(group) and group[-1] is load
-
-        if has(high):
-            klass = "over-utilized"
-        elif has(prod_high):
-            klass = "prod over-utilized"
-        elif has(low) or has(both_low):
-            klass = "under-utilized"
-        elif has(prod_low) and prod_set:
-            klass = "prod under-utilized"
-        else:
-            klass = "appropriately utilized"
+    def _report(self, load: _NodeLoad, klass: str, levels: _Levels, pool: NodePool, label: str,
+                prod_set: bool) -> None:
         shown = [r for r in levels.resources if r in (pool.low_thresholds or {}) or r in (pool.high_thresholds or {})]
         shown = shown or levels.resources
         text = ", ".join(f"{r} {fmt_pct(load.percent(r, False))}" for r in shown)
