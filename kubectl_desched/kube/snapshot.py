@@ -51,16 +51,20 @@ def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:
         raise UsageError(f"{name}: expected Kubernetes objects, found a {type(doc).__name__}")
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        item_kind = kind[: -len("List")]
         for item in doc["items"]:
-            # `kubectl get --raw` lists (metrics.k8s.io) leave the kind off their items.
-            if item_kind and isinstance(item, Mapping) and "kind" not in item:
-                item = {**item, "kind": item_kind}
-            yield from _objects(item, name)
+            yield from _objects(_with_list_kind(item, kind), name)
     elif "kind" not in doc:
         raise UsageError(f"{name}: an object without a kind (is this a kubectl get -o yaml output?)")
     else:
         yield doc
+
+
+def _with_list_kind(item: Any, list_kind: Any) -> Any:
+    """`kubectl get --raw` lists (metrics.k8s.io) leave the kind off their items: an XList's item is an X."""
+    if (isinstance(item, Mapping) and "kind" not in item and isinstance(list_kind, str)
+            and list_kind.endswith("List") and list_kind != "List"):
+        return {**item, "kind": list_kind[: -len("List")]}
+    return item
 
 
 @contextlib.contextmanager
@@ -147,10 +151,8 @@ def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
     if bad:
         raise bad[0]
     list_kind = rest.get("kind") if rest is not None else None
-    if kindless:
-        of = list_kind[: -len("List")] if isinstance(list_kind, str) and list_kind.endswith("List") else ""
-        for item in kindless:
-            items.add({**item, "kind": of} if of else item, name)  # without a List kind: the usual error
+    for item in kindless:
+        items.add(_with_list_kind(item, list_kind), name)  # without a List kind: the usual error
     if rest is None or (isinstance(list_kind, str) and list_kind.endswith("List")):
         into.merge(items)
     else:
