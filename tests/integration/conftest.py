@@ -17,25 +17,16 @@ sys.path.insert(0, str(CLUSTER_DIR))
 
 from localcluster import LocalCluster  # noqa: E402
 
+from tests.gobuilds import built  # noqa: E402
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a local kube-apiserver + etcd (built with Go)")
 
 
 def build_binaries() -> Path:
-    """Build (or reuse from the cache) kube-apiserver, kubectl and etcd; return their directory."""
-    if shutil.which("go") is None:
-        pytest.skip("integration tests need the Go toolchain to build kube-apiserver/etcd: `go` is not on PATH")
-    began = time.monotonic()
-    proc = subprocess.run(
-        [str(CLUSTER_DIR / "build-binaries")], capture_output=True, text=True, timeout=3600, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"tests/cluster/build-binaries failed with exit code {proc.returncode} "
-            f"after {time.monotonic() - began:.0f}s:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-    return Path(proc.stdout.strip().splitlines()[-1])
+    """kube-apiserver, kubectl and etcd (built or cached); skips the caller when they cannot be had."""
+    return built("build-binaries", "kube-apiserver").parent
 
 
 @pytest.fixture(scope="session")
@@ -57,16 +48,8 @@ def namespace(cluster: LocalCluster) -> str:
 
 
 def build_descheduler() -> Path:
-    """Build (or reuse from the cache) the upstream descheduler; return the binary."""
-    if shutil.which("go") is None:
-        pytest.skip("the oracle tests need the Go toolchain to build the upstream descheduler: `go` is not on PATH")
-    proc = subprocess.run(
-        [str(CLUSTER_DIR / "build-descheduler")], capture_output=True, text=True, timeout=3600, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"tests/cluster/build-descheduler failed with exit code {proc.returncode}:\n"
-                           f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1]) / "descheduler"
+    """The upstream descheduler (built or cached); skips the caller when it cannot be had."""
+    return built("build-descheduler", "descheduler")
 
 
 @pytest.fixture(scope="session")

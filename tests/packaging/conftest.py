@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.gobuilds import built
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = ROOT / "tests" / "cluster"
 
@@ -73,22 +75,11 @@ def krew_manifest(krew_dist: Path) -> dict:
     return yaml.safe_load((krew_dist / "desched.yaml").read_text())
 
 
-def _cached_or_built(script: str, binary: str) -> Path:
-    """The directory tests/cluster/<script> prints; skip when neither cached nor buildable (no Go)."""
-    proc = subprocess.run([CLUSTER_DIR / script], capture_output=True, text=True, timeout=3600, check=False)
-    if proc.returncode != 0:
-        if shutil.which("go") is None:
-            pytest.skip(f"{binary} is not cached and `go` is not on PATH to build it with tests/cluster/{script}")
-        raise RuntimeError(f"tests/cluster/{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}"
-                           f"\n{proc.stderr[-3000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1]) / binary
-
-
 @pytest.fixture(scope="session")
 def krew_bin() -> Path:
-    return _cached_or_built("build-krew", "kubectl-krew")
+    return built("build-krew", "kubectl-krew")
 
 
 @pytest.fixture(scope="session")
 def kubectl_bin() -> Path:
-    return _cached_or_built("build-binaries", "kubectl")
+    return built("build-binaries", "kubectl")

@@ -1,4 +1,4 @@
-"""The checks krew v0.4.5 applies to a plugin manifest, as one function that lists every violation.
+"""The checks krew v0.4.4 applies to a plugin manifest, as one function that lists every violation.
 
 Sources (krew's Go code, read for its rules only): internal/index/validation/validate.go (structure),
 cmd/validate-krew-manifest/main.go (file name, selectors matching a supported platform and not overlapping,

@@ -1,4 +1,4 @@
-"""A real krew (v0.4.5, built from source) installs the archives scripts/build-krew made, as a user would with
+"""A real krew (v0.4.4, built from its Go module) installs the archives scripts/build-krew made, as a user would with
 `kubectl krew install --manifest=dist/krew/desched.yaml --archive=...`, and the installed plugin runs, directly and
 as `kubectl desched` through PATH."""
 
