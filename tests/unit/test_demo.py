@@ -130,3 +130,18 @@ def test_a_koord_descheduler_configuration_runs_as_is() -> None:
     assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
     assert len(doc["candidates"]) == 5  # 93% -> 44%: under the policy's 50% cpu
     assert any("consecutiveAbnormalities 2" in m["message"] for m in doc["messages"])
+
+
+def test_the_upstream_example_policy_runs_as_is() -> None:
+    policy = str(Path(__file__).resolve().parents[2] / "examples" / "descheduler-policy.yaml")
+    result = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert "deprecated" not in result.output  # the example teaches podProtections, not the old booleans
+    by_plugin: dict[str, set[str]] = {}
+    for c in doc["candidates"]:
+        by_plugin.setdefault(c["plugin"], set()).add(c["node"])
+    # the cordoned worker's pod violates its unschedulable taint; the two hot workers are balanced
+    assert by_plugin == {"RemovePodsViolatingNodeTaints": {"worker-c1"},
+                         "LowNodeUtilization": {"worker-a1", "worker-a2"}}
+    assert not any(c["pod"].startswith("ledger-") for c in doc["candidates"])  # PodsWithPVC keeps the StatefulSet
