@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
