@@ -35,8 +35,7 @@ class ClusterState:
             self._by_key[p.key] = p
             if p.node_name:
                 self._by_node[p.node_name].append(p)
-            owner = p.controller
-            if owner is not None:
+            for owner in p.owners:  # every reference, as upstream's minReplicas index keeps them
                 self._by_owner[owner.uid or f"{p.namespace}/{owner.kind}/{owner.name}"].append(p)
         self._pdbs_by_ns: dict[str, list[PodDisruptionBudget]] = defaultdict(list)
         for b in self.pdbs:
@@ -65,10 +64,11 @@ class ClusterState:
         return self._by_key.get(f"{namespace}/{name}")
 
     def owner_pods(self, pod: Pod) -> list[Pod]:
-        """Pods sharing the pod's controlling owner, not yet planned for eviction."""
-        owner = pod.controller
-        if owner is None:
+        """Pods that name the pod's only owner among their owner references, not yet planned for eviction;
+        empty for a pod with no owner or several (upstream's minReplicas skips those)."""
+        if len(pod.owners) != 1:
             return []
+        owner = pod.owners[0]
         pods = self._by_owner.get(owner.uid or f"{pod.namespace}/{owner.kind}/{owner.name}", [])
         return [p for p in pods if id(p) not in self._removed]
 

@@ -161,7 +161,7 @@ class DefaultEvictor(EvictorPlugin):
         }
         self._claims = {
             f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}":
-                (o.get("spec") or {}).get("storageClassName") or ""
+                (o.get("spec") or {}).get("storageClassName") or ""  # "" and unset both leave it unknown
             for o in handle.state.extra.get("PersistentVolumeClaim", [])
         }
 
@@ -210,7 +210,7 @@ class DefaultEvictor(EvictorPlugin):
         reasons += self._protections(pod)
         if self.label_match is not None and not self.label_match(pod.labels):
             reasons.append("labels do not match the DefaultEvictor labelSelector")
-        if a.min_replicas > 1 and pod.owners:  # upstream skips pods without owners
+        if a.min_replicas > 1 and len(pod.owners) == 1:  # upstream skips pods with no owner or several
             siblings = len(self.handle.state.owner_pods(pod))
             if siblings < a.min_replicas:
                 reasons.append(f"owner has {siblings} pods, fewer than minReplicas {a.min_replicas}")
@@ -239,16 +239,25 @@ class DefaultEvictor(EvictorPlugin):
             if not self.protected_classes:
                 out.append(f"uses a PersistentVolumeClaim ({pod.pvc_claims[0]})")
             else:
-                for claim in pod.pvc_claims:
-                    sc = self._claims.get(f"{pod.namespace}/{claim}", "")
-                    if sc in self.protected_classes:
-                        out.append(f"uses protected storage class {sc} ({claim})")
-                        break
+                out += self._storage_class_protection(pod.namespace, pod.pvc_claims)
         if "PodsWithoutPDB" in p and not self.handle.state.pdbs_for(pod):
             out.append("no PodDisruptionBudget covers it")
         if "PodsWithResourceClaims" in p and pod.has_resource_claims:
             out.append("uses ResourceClaims")
         return out
+
+    def _storage_class_protection(self, namespace: str, claims: list[str]) -> list[str]:
+        """Upstream protects the pod when a claim is missing or has no class: its class cannot be known."""
+        classes = []
+        for claim in claims:
+            sc = self._claims.get(f"{namespace}/{claim}")
+            if sc is None:
+                return [f"PersistentVolumeClaim {claim} not found, so its storage class is unknown"]
+            if not sc:
+                return [f"PersistentVolumeClaim {claim} has no storage class"]
+            classes.append((sc, claim))
+        return [f"uses protected storage class {sc} ({claim})" for sc, claim in classes
+                if sc in self.protected_classes][:1]
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         if self.args.node_fit:

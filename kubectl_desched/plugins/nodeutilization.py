@@ -8,6 +8,7 @@ from typing import Any
 
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.scheduling import pod_tolerates_taint
 from kubectl_desched.state import ClusterState
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
@@ -104,6 +105,14 @@ def exhausted(pool: Mapping[str, float], resources: Iterable[str]) -> str | None
     return next((r for r in resources if pool[r] <= 0), None)
 
 
+def tolerates_every_taint(pod: Pod, node: Node) -> bool:
+    """Upstream's destination check: every taint counts, PreferNoSchedule too, and a node with more taints
+    than the pod has tolerations is refused before any matching (one wildcard cannot cover two taints)."""
+    if len(pod.tolerations) < len(node.taints):
+        return False
+    return all(pod_tolerates_taint(pod, t) for t in node.taints)
+
+
 class SourceEviction:
     """Upstream's loop over one source node: its evictable pods in eviction order, each moved only if some
     destination tolerates it, until `stop()` gives a reason, a limit is hit or the pods run out. Each move takes
@@ -134,7 +143,7 @@ class SourceEviction:
                 for rest in removable[i:]:
                     handle.note(rest, f"not moved: {why_stop}")
                 return True
-            if not any(d.tolerated_by(pod) for d in self.destinations):
+            if not any(tolerates_every_taint(pod, d) for d in self.destinations):
                 handle.note(pod, f"not moved: no {self.dest_label} node tolerates its taints")
                 continue
             if pod.namespace in self.excluded:

@@ -27,7 +27,7 @@ import yaml
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 # The order the API server needs: a pod's namespace and PriorityClass must exist before the pod.
-CREATE_ORDER = ("Namespace", "PriorityClass", "Node", "PodDisruptionBudget", "Pod")
+CREATE_ORDER = ("Namespace", "PriorityClass", "Node", "PodDisruptionBudget", "PersistentVolumeClaim", "Pod")
 
 
 @dataclass(frozen=True)

@@ -191,8 +191,16 @@ def test_protected_storage_classes() -> None:
     assert _verdict(args, with_claims("fast"), extra=extra) == "uses protected storage class local-ssd (fast)"
     assert _verdict(args, with_claims("slow", "fast"), extra=extra) == "uses protected storage class local-ssd (fast)"
     assert _verdict(args, with_claims("slow"), extra=extra) is None
-    assert _verdict(args, with_claims("fast-elsewhere"), extra=extra) is None  # that claim is in another namespace
-    assert _verdict(args, with_claims("unknown"), extra=extra) is None
+    # Upstream cannot resolve the class of a claim it cannot find (here: it is in another namespace) or that has
+    # none, and protects the pod rather than guess.
+    unknown = "PersistentVolumeClaim {} not found, so its storage class is unknown"
+    assert _verdict(args, with_claims("fast-elsewhere"), extra=extra) == unknown.format("fast-elsewhere")
+    assert _verdict(args, with_claims("slow", "unknown"), extra=extra) == unknown.format("unknown")
+    classless = {"PersistentVolumeClaim": [*extra["PersistentVolumeClaim"], b.pvc("bare", "")]}
+    assert _verdict(args, with_claims("bare"), extra=classless) == "PersistentVolumeClaim bare has no storage class"
+    del classless["PersistentVolumeClaim"][-1]["spec"]["storageClassName"]
+    assert _verdict(args, with_claims("slow", "bare"), extra=classless) == \
+        "PersistentVolumeClaim bare has no storage class"
 
 
 def test_min_replicas_counts_pods_of_the_same_owner() -> None:
@@ -206,6 +214,21 @@ def test_min_replicas_counts_pods_of_the_same_owner() -> None:
     web1 = state.find_pod("default", "web-1")
     assert web1 is not None
     assert evictor.filter(web1) == "owner has 2 pods, fewer than minReplicas 3"
+
+
+def test_min_replicas_skips_pods_with_several_owners_and_counts_every_reference() -> None:
+    web = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs-web", "controller": True}
+    extra_owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "cm-1"}
+    two_owners = b.pod("web-0", "n1", owner=None)
+    two_owners["metadata"]["ownerReferences"] = [web, extra_owner]
+    single = b.pod("web-1", "n1", owner=None)
+    single["metadata"]["ownerReferences"] = [web]
+    evictor, state = default_evictor({"minReplicas": 3}, [two_owners, single])
+    both, one = state.find_pod("default", "web-0"), state.find_pod("default", "web-1")
+    assert both is not None and one is not None
+    assert evictor.filter(both) is None  # upstream does not check a pod with more than one owner reference
+    # web-0 names rs-web too, so it counts among web-1's replicas: 2 of 3
+    assert evictor.filter(one) == "owner has 2 pods, fewer than minReplicas 3"
 
 
 def test_min_replicas_does_not_apply_to_pods_without_owners() -> None:
