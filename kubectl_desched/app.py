@@ -22,7 +22,7 @@ from kubectl_desched.evictors.migration import MigrationEvictor, job_doc, phase_
 from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
-from kubectl_desched.framework.runner import Scope, considered_nodes, needs_whole_cluster, run
+from kubectl_desched.framework.runner import Scope, considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.kube.access import AccessCheckUnavailable
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
 from kubectl_desched.kube.live import read_cluster, read_node
@@ -153,8 +153,10 @@ class _Progress:
             sys.stderr.flush()
 
 
-def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None) -> Loaded:
-    """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone."""
+def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
+         all_pods: bool = False) -> Loaded:
+    """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
+    --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.from_files:
         if opts.yes or opts.dry_run == "server":
@@ -175,7 +177,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     else:
         conn = connect(opts.kube)
         progress = _Progress()
-        names = sorted(scope.node_names) if scope.node_names else None
+        names = sorted(scope.node_names) if scope.node_names and not all_pods else None
         try:
             state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
         finally:
@@ -253,7 +255,8 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                 p.balance = []
         if not any(p.balance or p.deschedule for p in policy.profiles):
             raise UsageError(f"the policy enables no {point} plugin")
-    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds())
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+                  all_pods=filters_read_other_nodes(policy) is not None)
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(loaded.state, policy, loaded.scope)
     mode = _mode(opts, loaded)
@@ -434,7 +437,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
         warn(w)
     one_node = not full and not opts.from_files and needs_whole_cluster(policy) is None
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
-                  one_node=node_name if one_node else None)
+                  one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
     node = loaded.state.nodes.get(node_name)
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')

@@ -88,6 +88,11 @@ def needs_whole_cluster(policy: Policy) -> str | None:
     """Why no verdict at all can come from one node alone: limits or filters that look across nodes."""
     if policy.limits.total is not None or policy.limits.per_namespace is not None:
         return "maxNoOfPodsToEvictTotal and maxNoOfPodsToEvictPerNamespace count evictions on every node"
+    return filters_read_other_nodes(policy)
+
+
+def filters_read_other_nodes(policy: Policy) -> str | None:
+    """Which filter reads pods beyond the nodes in scope (nodeFit's room elsewhere, minReplicas' siblings)."""
     for prof in policy.profiles:
         for use in (*prof.filters, *prof.pre_eviction_filters):
             if not reads_one_node(use):

@@ -200,9 +200,8 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                     pods += _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
                                       progress=progress, label="pods")
             else:
-                # Pending pods are on no node; no plugin reads them.
-                pods = _read_all(conn, "/api/v1/pods", pod_from_json, field_selector="spec.nodeName!=",
-                                 progress=progress, label="pods")
+                # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
+                pods = _read_all(conn, "/api/v1/pods", pod_from_json, progress=progress, label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)

@@ -154,7 +154,7 @@ class DefaultEvictor(EvictorPlugin):
         cfg = args.pod_protections.config.pods_with_pvc if args.pod_protections.config else None
         if "PodsWithPVC" in self.protections and cfg:
             self.protected_classes = {sc.name for sc in cfg.protected_storage_classes}
-        self.ns_match = args.namespace_label_selector.matcher() if args.namespace_label_selector else None
+        self.ns_match = args.namespace_label_selector.matcher() if _has_terms(args.namespace_label_selector) else None
         self._ns_labels = {
             (o.get("metadata") or {}).get("name"): (o.get("metadata") or {}).get("labels") or {}
             for o in handle.state.extra.get("Namespace", [])
@@ -174,7 +174,7 @@ class DefaultEvictor(EvictorPlugin):
     def required_kinds(args: DefaultEvictorArgs) -> set[str]:
         """Objects beyond nodes, pods and PDBs that these args need the source to read."""
         kinds = set()
-        if args.namespace_label_selector and args.namespace_label_selector.raw:
+        if _has_terms(args.namespace_label_selector):
             kinds.add("Namespace")
         if args.priority_threshold and args.priority_threshold.name:
             kinds.add("PriorityClass")
@@ -271,3 +271,8 @@ class DefaultEvictor(EvictorPlugin):
             if labels is None or not self.ns_match(labels):
                 return "namespace does not match namespaceLabelSelector"
         return None
+
+
+def _has_terms(selector: LabelSelectorArg | None) -> bool:
+    """Upstream ignores a namespaceLabelSelector with no matchLabels and no matchExpressions."""
+    return selector is not None and bool(selector.raw.get("matchLabels") or selector.raw.get("matchExpressions"))

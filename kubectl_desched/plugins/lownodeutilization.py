@@ -66,6 +66,12 @@ class LowNodeUtilizationArgs(PluginArgs):
                 raise ConfigError(f"{p}metricsUtilization.source", "must be KubernetesMetrics or Prometheus")
             if m.source == "KubernetesMetrics" and m.metrics_server:
                 raise ConfigError(f"{p}metricsUtilization", "set either source KubernetesMetrics or metricsServer")
+            if m.source == "KubernetesMetrics" and m.prometheus is not None:
+                raise ConfigError(f"{p}metricsUtilization.prometheus", "not allowed with source KubernetesMetrics")
+            if not m.source and not m.metrics_server:
+                # Upstream loads this and then fails the plugin on every run ("metrics source is empty")
+                raise ConfigError(f"{p}metricsUtilization", "names no source: set source: KubernetesMetrics "
+                                                             "(or remove metricsUtilization to balance requests)")
             if m.source == "Prometheus" and not (m.prometheus and m.prometheus.query):
                 raise ConfigError(f"{p}metricsUtilization.prometheus.query", "required when source is Prometheus")
             if m.source == "Prometheus":
@@ -136,9 +142,9 @@ class LowNodeUtilization(BalancePlugin):
         args, handle, state = self.args, self.handle, self.handle.state
         pct = {n.name: nu.percentages(used[n.name], n) for n in nodes}
         if args.use_deviation_thresholds:
-            avg = nu.average((pct[n.name] for n in nodes), self.named)
-            low = {r: nu.clamp(avg[r] - args.thresholds[r]) for r in self.named}
-            high = {r: nu.clamp(avg[r] + args.target_thresholds[r]) for r in self.named}
+            avg = nu.average(pct, nodes, self.named)
+            low = {r: nu.clamp(avg[r] - args.thresholds[r]) for r in avg}
+            high = {r: nu.clamp(avg[r] + args.target_thresholds[r]) for r in avg}
         else:
             low, high = dict(args.thresholds), dict(args.target_thresholds)
 

@@ -83,6 +83,10 @@ class MigrationController(DefaultEvictor):
     def required_kinds(args: MigrationControllerArgs) -> set[str]:  # type: ignore[override]
         return DefaultEvictor.required_kinds(args.evictor_args())
 
+    @classmethod
+    def reads_one_node(cls, args: MigrationControllerArgs) -> bool:  # type: ignore[override]
+        return DefaultEvictor.reads_one_node(args.evictor_args())
+
     def filter(self, pod: Pod) -> str | None:
         ns = self.koord_args.namespaces
         if ns is not None and not ns.allows(pod.namespace):

@@ -8,11 +8,11 @@ from typing import Any
 
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.scheduling import pod_tolerates_taint
 from kubectl_desched.state import ClusterState
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
-_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
 
 def usage(state: ClusterState, node: Node, resources: Iterable[str]) -> dict[str, float]:
@@ -28,12 +28,16 @@ def percentages(used: Mapping[str, float], node: Node) -> dict[str, float]:
     return out
 
 
-def average(percents: Iterable[Mapping[str, float]], resources: Iterable[str]) -> dict[str, float]:
-    rows = list(percents)
-    names = list(resources)
-    if not rows:
-        return {r: 0.0 for r in names}
-    return {r: sum(p.get(r, 0.0) for p in rows) / len(rows) for r in names}
+def average(percents: Mapping[str, Mapping[str, float]], nodes: Iterable[Node],
+            resources: Iterable[str]) -> dict[str, float]:
+    """Each resource's mean over the nodes that have it (a GPU average leaves CPU-only nodes out); a resource
+    no node has gets no entry, so it sets no threshold."""
+    out = {}
+    for r in resources:
+        values = [percents[n.name].get(r, 0.0) for n in nodes if r in n.allocatable]
+        if values:
+            out[r] = sum(values) / len(values)
+    return out
 
 
 def clamp(value: float) -> float:
@@ -62,15 +66,6 @@ def capped_capacity(node: Node, limits: Mapping[str, float], resources: Iterable
         else:
             out[r] = float(int(limits[r] * 0.01 * cap))
     return out
-
-
-def eviction_order(pods: list[Pod]) -> list[Pod]:
-    """Lowest priority first (no priority before any), then BestEffort < Burstable < Guaranteed; ties keep
-    namespace/name order so live and snapshot runs agree."""
-    return sorted(
-        pods,
-        key=lambda p: (p.priority is not None, p.priority or 0, _QOS_RANK.get(p.qos, 2), p.namespace, p.name),
-    )
 
 
 def could_move(handle: Any, node: Node, excluded: set[str], why: str,

@@ -14,14 +14,14 @@ selector can match in the candidate's domain, and pods no term can see are never
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.model import Node, Pod
-from kubectl_desched.plugins.defaultevictor import PREFER_NO_EVICTION_ANNOTATION
+from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.scheduling import (
     anti_affinity_matcher,
     anti_affinity_namespaces,
@@ -29,7 +29,6 @@ from kubectl_desched.scheduling import (
     required_anti_affinity_terms,
 )
 
-_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 _NONE: dict[int, Pod] = {}
 
 
@@ -37,13 +36,6 @@ _NONE: dict[int, Pod] = {}
 class RemovePodsViolatingInterPodAntiAffinityArgs(PluginArgs):
     namespaces: Namespaces | None = None
     label_selector: LabelSelectorArg | None = None
-
-
-def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
-    """Lowest priority first (none before any), then BestEffort < Burstable < Guaranteed, then pods without
-    the prefer-no-eviction annotation; namespace/name break the remaining ties so runs are repeatable."""
-    return sorted(pods, key=lambda p: (p.priority is not None, p.priority or 0, _QOS_RANK.get(p.qos, 2),
-                                       PREFER_NO_EVICTION_ANNOTATION in p.annotations, p.namespace, p.name))
 
 
 class _Group:

@@ -523,7 +523,8 @@ class LocalCluster:
                     "apiVersion": OWNER_API_VERSIONS.get(owner_kind, "apps/v1"),
                     "kind": owner_kind,
                     "name": owner_name or f"{name}-{owner_kind.lower()}",
-                    "uid": str(uuid.uuid4()),
+                    # one owner, one UID: pods given the same owner share it, as a controller's pods do
+                    "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{owner_kind}/{owner_name or name}")),
                     "controller": True,
                 }
             ]

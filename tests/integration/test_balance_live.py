@@ -241,3 +241,20 @@ def test_kubectl_finds_the_plugin_on_path(cluster: Any, namespace: str) -> None:
     plan = subprocess.run([kubectl, "desched", "balance", *scope, "--dry-run", "-o", "json"], capture_output=True,
                           text=True, env=env, check=False)
     assert [c["pod"] for c in as_json(plan)["candidates"]] == EXPECTED
+
+
+def test_nodes_scope_still_counts_siblings_on_other_nodes(cluster: Any, namespace: str) -> None:
+    """--nodes reads only the named nodes' pods, unless a filter looks further: minReplicas counts the owner's
+    pods on every node, as upstream does."""
+    over, under, other = (f"{namespace}-{n}" for n in ("over", "under", "other"))
+    for name in (over, under, other):
+        cluster.create_node(name)
+    for i in range(3):
+        cluster.create_pod(namespace, f"web-{i}", over, cpu="1200m", owner_name="web-rs")
+    cluster.create_pod(namespace, "web-3", other, cpu="100m", owner_name="web-rs")
+    args = ["-n", namespace, "--nodes", f"{over},{under}", *BALANCE, "--dry-run=client", "-o", "json"]
+    counted = as_json(desched(cluster.kubeconfig_for(), "balance", *args, "--min-replicas", "4"))
+    # 4 pods with web-3 (the plugin filters the node's pods before it moves any); 90% -> 60% -> 30%
+    assert [c["pod"] for c in counted["candidates"]] == ["web-0", "web-1"]
+    kept = as_json(desched(cluster.kubeconfig_for(), "balance", *args, "--min-replicas", "5"))
+    assert kept["candidates"] == []

@@ -347,6 +347,15 @@ def test_namespace_label_selector() -> None:
                         "new": "namespace does not match namespaceLabelSelector"}
 
 
+@pytest.mark.parametrize("selector", [{}, {"matchLabels": {}}, {"matchExpressions": []}])
+def test_namespace_label_selector_without_terms_is_ignored_as_upstream_does(selector: dict[str, Any]) -> None:
+    args = {"namespaceLabelSelector": selector}
+    assert DefaultEvictor.required_kinds(decode_args(DefaultEvictorArgs, args, "")) == set()
+    evictor, state = default_evictor(args, [b.pod("a", "n1", namespace="shop")])  # no Namespace objects read
+    pod = state.find_pod("shop", "a")
+    assert pod is not None and evictor.pre_eviction_filter(pod) is None
+
+
 def test_required_kinds_by_default_is_empty() -> None:
     assert DefaultEvictor.required_kinds(DefaultEvictorArgs()) == set()
 

@@ -105,6 +105,9 @@ def test_missing_metrics_objects_stop_with_one_line() -> None:
     ({"source": "Prometheus"}, "metricsUtilization.prometheus.query", "required when source is Prometheus"),
     ({"source": "Graphite"}, "metricsUtilization.source", "must be KubernetesMetrics or Prometheus"),
     ({"source": "KubernetesMetrics", "metricsServer": True}, "metricsUtilization", "either"),
+    ({"source": "KubernetesMetrics", "prometheus": {"query": "up"}}, "metricsUtilization.prometheus", "not allowed"),
+    ({}, "metricsUtilization", "names no source"),  # upstream would fail the plugin on every run
+    ({"prometheus": {"query": "up"}}, "metricsUtilization", "names no source"),
 ])
 def test_bad_metrics_args_name_the_field(metrics: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -269,6 +269,15 @@ def test_eviction_order_priority_then_qos() -> None:
                              "e-prio10"]
 
 
+def test_prefer_no_eviction_pods_go_last_among_equals_whatever_the_policy() -> None:
+    prefer = {"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}
+    objs = [b.node("dest", pods=100), b.node("src", pods=4),
+            b.pod("a-annotated", "src", cpu="100m", annotations=prefer),
+            b.pod("b-plain", "src", cpu="100m"), b.pod("c-plain", "src", cpu="100m")]
+    plan = plan_for(objs, {"thresholds": {"pods": 5}, "targetThresholds": {"pods": 50}})
+    assert evicted(plan) == ["b-plain"]  # 3 of 4 pods is 75%; one eviction brings src to 50%
+
+
 def test_busiest_source_goes_first() -> None:
     objs = [b.node("empty"), *_busy_node("a", count=3), *_busy_node("b", count=4)]
     plan = plan_for(objs, limits={"maxNoOfPodsToEvictTotal": 1})

@@ -17,10 +17,8 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model import Taint, Toleration, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import (
-    RemovePodsViolatingInterPodAntiAffinity,
-    eviction_order,
-)
+from kubectl_desched.plugins.podorder import eviction_order
+from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
 from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
 from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
 from kubectl_desched.policy import decode_policy, policy_from_plugins
