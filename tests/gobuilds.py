@@ -37,7 +37,9 @@ def build(script: str) -> tuple[Path | None, str]:
     if took > 30:  # a real build, not a cache hit: say what the silent minutes were
         sys.__stderr__.write(f"\ntests/cluster/{script}: {took / 60:.1f} min (exit {proc.returncode}), cached now\n")
     if proc.returncode != 0:
-        last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "no output")
+        # go indents the details of an error under it: name the error, not its last detail
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln[0].isspace()] or ["no output"]
+        last = lines[-1].strip()
         return None, f"tests/cluster/{script} failed (exit {proc.returncode}): {last[:200]} (full log: {log})"
     return Path(proc.stdout.strip().splitlines()[-1]), ""
 
