@@ -20,6 +20,7 @@ from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 DEFAULT_BALANCE = "LowNodeUtilization"
 DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
@@ -559,6 +560,12 @@ def version(output: str) -> None:
         click.echo(f"kubectl-desched v{__version__} (python {sys.version.split()[0]})")
 
 
+def error_line(message: object) -> str:
+    """The last guard before the terminal: whatever a message quotes (a server's words, a value typed, a file's
+    content) it stays one printable line of bounded length, so it cannot forge a second `error:` line."""
+    return f"error: {one_line(message, LINE_LIMIT)}"
+
+
 def main() -> None:
     """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
     try:
@@ -569,10 +576,10 @@ def main() -> None:
         click.echo("aborted: nothing further was evicted", err=True)
         sys.exit(app.EXIT_NOT_CONFIRMED)
     except click.ClickException as e:
-        click.echo(f"error: {e.format_message()}", err=True)
+        click.echo(error_line(e.format_message()), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
     except DeschedError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(error_line(e), err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: nothing further was evicted", err=True)
