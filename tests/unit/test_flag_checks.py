@@ -260,3 +260,61 @@ def test_policy_durations_are_bounded_too(raw: Any, message: str) -> None:
     assert message in str(err.value) and len(str(err.value)) < 200
     assert Duration.from_raw("87600h", "x").seconds == MAX_DURATION_SECONDS
     assert Duration.from_raw(-60, "x").seconds == -60  # the sign is the plugin's to check
+
+
+# ---------------------------------------------------------------- random input: loads or one clean error
+
+ALPHABET = "abcAZ09-_./=!,() \t\n\x1b\x00\u202e\u2028µsmhn+e" + "9" * 5
+
+
+def _random_texts(seed: int, count: int = 3000) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, rng.choice((4, 12, 80, 600)))))
+            for _ in range(count)]
+
+
+def test_random_selectors_parse_or_raise_value_error() -> None:
+    from kubectl_desched.selectors import parse_selector
+
+    for text in _random_texts(11):
+        try:
+            parse_selector(text)({"a": "b"})
+        except ValueError as e:
+            assert len(str(e).splitlines()) == 1 and len(str(e)) < 400
+
+
+def test_random_durations_are_bounded_or_a_usage_error() -> None:
+    from kubectl_desched.durations import parse_duration
+    from kubectl_desched.errors import UsageError
+
+    for text in _random_texts(12):
+        try:
+            seconds = parse_duration(text, "--timeout")
+        except UsageError as e:
+            assert len(str(e).splitlines()) == 1 and len(str(e)) < 300
+        else:
+            assert 0 <= seconds <= MAX_DURATION_SECONDS
+
+
+def test_random_counts_are_in_range_or_a_usage_error() -> None:
+    import click
+
+    count = cli.Count(0, INT32_MAX)
+    for text in _random_texts(13):
+        try:
+            assert 0 <= count.convert(text, None, None) <= INT32_MAX
+        except click.BadParameter as e:
+            assert len(e.format_message().splitlines()) == 1 and len(e.format_message()) < 300
+
+
+def test_random_text_is_one_bounded_printable_line() -> None:
+    import unicodedata
+
+    from kubectl_desched.sanitize import one_line
+
+    for text in _random_texts(14):
+        line = one_line(text, 100)
+        assert len(line.splitlines()) <= 1 and len(line) <= 100 + 40
+        assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in line)
