@@ -40,6 +40,7 @@ from kubectl_desched.render import (
     results_table,
 )
 from kubectl_desched.report import Report, policy_doc
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 
@@ -48,7 +49,12 @@ EXIT_INTERRUPTED = 130
 
 
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {one_line(message, LINE_LIMIT)}", err=True)
+
+
+def error(message: object) -> None:
+    """An `error:` line that does not end the run (a plan error); one printable line whatever it quotes."""
+    click.echo(f"error: {one_line(message, LINE_LIMIT)}", err=True)
 
 
 def _split(values: tuple[str, ...] | list[str]) -> list[str]:
@@ -225,7 +231,7 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
         code = _plan_and_act(opts, policy, point, report)
     except DeschedError as e:
         if report:
-            report.doc["error"] = str(e)
+            report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
         raise
     except KeyboardInterrupt:
         if report:
@@ -267,7 +273,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     if not structured:
         _print_plan(plan, policy, loaded, nodes, paint, wide=opts.output == "wide")
     for e in plan.errors:
-        click.echo(f"error: {e}", err=True)
+        error(e)
 
     results: list[EvictionResult] | None = None
     runner: Runner | None = None
@@ -379,7 +385,8 @@ def _live_line(r: EvictionResult) -> None:
     if r.outcome == "created":
         return  # a PodMigrationJob's phases have their own lines
     p = r.candidate.pod
-    click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({r.message})"), err=True)
+    click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({one_line(r.message, LINE_LIMIT)})"),
+               err=True)
 
 
 def _summary(results: list[EvictionResult], interrupted: bool = False) -> str:
@@ -450,7 +457,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
 def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
                       output: str) -> int:
     for e in plan.errors:
-        click.echo(f"error: {e}", err=True)
+        error(e)
     if output in ("json", "yaml"):
         _emit(doc, output)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -13,13 +14,17 @@ import yaml
 from tabulate import tabulate
 
 from kubectl_desched import __version__, app
+from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.config import KubeOptions, parse_duration
+from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.sanitize import LINE_LIMIT, one_line, shown
+from kubectl_desched.selectors import parse_selector
 
 DEFAULT_BALANCE = "LowNodeUtilization"
 DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
@@ -31,6 +36,36 @@ DEFAULT_LOAD_HIGH = "cpu=75,memory=80"
 OUTPUTS = click.Choice(["table", "wide", "json", "yaml"])
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+INT32_MAX = 2**31 - 1  # counts are int32 fields in Kubernetes and in the descheduler's args
+MAX_IN_FLIGHT = 1000  # each eviction in flight is a thread and a connection
+
+
+class Count(click.ParamType):
+    """An integer flag checked against its range when it is parsed (exit 2), never after the user confirmed;
+    a 400-digit value is refused without being echoed whole."""
+
+    name = "integer"
+
+    def __init__(self, low: int, high: int, note: str = "") -> None:
+        self.low, self.high, self.note = low, high, note
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value).strip()
+            if not re.fullmatch(r"[+-]?[0-9]+", text):
+                self.fail(f"{shown(value)} is not an integer", param, ctx)
+            # Python refuses int() of more than 4300 digits; anything past 19 is out of range anyway.
+            digits = text.lstrip("+-").lstrip("0")
+            number = int(text) if len(digits) <= 19 else (-1 if text.startswith("-") else 1) * 10**20
+        if not self.low <= number <= self.high:
+            self.fail(f"must be from {self.low} to {self.high}{self.note}, not {shown(value)}", param, ctx)
+        return number
+
+
+COUNT = Count(0, INT32_MAX)
 
 
 def _options(*decorators: Decorator) -> Decorator:
@@ -86,9 +121,9 @@ plugin_options = _options(
                       "not requests."),
     click.option("--use-deviation-thresholds", is_flag=True,
                  help="Thresholds are deviations from the average node usage."),
-    click.option("--number-of-nodes", type=int, metavar="N",
+    click.option("--number-of-nodes", type=COUNT, metavar="N",
                  help="Act only when more than N nodes are under-utilized."),
-    click.option("--node-eviction-limit", type=int, metavar="N", help="evictionLimits.node of LowNodeUtilization."),
+    click.option("--node-eviction-limit", type=COUNT, metavar="N", help="evictionLimits.node of LowNodeUtilization."),
     click.option("--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
                  help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),
     click.option("--evict-local-storage-pods", is_flag=True, help="DefaultEvictor: allow pods with emptyDir/hostPath."),
@@ -97,8 +132,9 @@ plugin_options = _options(
     click.option("--evict-failed-bare-pods", is_flag=True, help="DefaultEvictor: allow failed pods without owner."),
     click.option("--ignore-pvc-pods", is_flag=True, help="DefaultEvictor: protect pods with PVCs."),
     click.option("--ignore-pods-without-pdb", is_flag=True, help="DefaultEvictor: protect pods no PDB covers."),
-    click.option("--priority-threshold", type=int, metavar="N", help="DefaultEvictor: protect pods of priority >= N."),
-    click.option("--min-replicas", type=int, metavar="N", help="DefaultEvictor: protect owners with fewer pods."),
+    click.option("--priority-threshold", type=Count(-INT32_MAX - 1, INT32_MAX), metavar="N",
+                 help="DefaultEvictor: protect pods of priority >= N."),
+    click.option("--min-replicas", type=COUNT, metavar="N", help="DefaultEvictor: protect owners with fewer pods."),
     click.option("--min-pod-age", metavar="DURATION", help="DefaultEvictor: protect pods younger than this."),
     click.option("--node-fit", is_flag=True, help="DefaultEvictor: only evict pods that fit another node."),
 )
@@ -106,14 +142,14 @@ plugin_options = _options(
 deschedule_options = _options(
     click.option("--max-pod-lifetime", metavar="DURATION",
                  help="PodLifeTime: evict pods older than this, e.g. 168h [default: Pending pods older than 24h]."),
-    click.option("--pod-restart-threshold", type=int, metavar="N",
+    click.option("--pod-restart-threshold", type=Count(1, INT32_MAX), metavar="N",
                  help="RemovePodsHavingTooManyRestarts podRestartThreshold [default: 100]."),
 )
 
 limit_options = _options(
-    click.option("--max-pods-per-node", type=int, metavar="N", help="maxNoOfPodsToEvictPerNode."),
-    click.option("--max-pods-per-namespace", type=int, metavar="N", help="maxNoOfPodsToEvictPerNamespace."),
-    click.option("--max-pods", type=int, metavar="N", help="maxNoOfPodsToEvictTotal."),
+    click.option("--max-pods-per-node", type=COUNT, metavar="N", help="maxNoOfPodsToEvictPerNode."),
+    click.option("--max-pods-per-namespace", type=COUNT, metavar="N", help="maxNoOfPodsToEvictPerNamespace."),
+    click.option("--max-pods", type=COUNT, metavar="N", help="maxNoOfPodsToEvictTotal."),
 )
 
 act_options = _options(
@@ -121,8 +157,9 @@ act_options = _options(
     click.option("--dry-run", type=click.Choice(["none", "client", "server"]), default="none", is_flag=False,
                  flag_value="client", show_default=True,
                  help="client: plan only; server: send the evictions with dryRun=All."),
-    click.option("--grace-period", type=int, metavar="SECONDS", help="Grace period for the evicted pods."),
-    click.option("--max-in-flight", type=int, default=1, show_default=True, metavar="N",
+    click.option("--grace-period", type=Count(-1, MAX_DURATION_SECONDS, " (-1: the pod's own)"), metavar="SECONDS",
+                 help="Grace period for the evicted pods; -1: the pod's own (the default), 0: at once."),
+    click.option("--max-in-flight", type=Count(1, MAX_IN_FLIGHT), default=1, show_default=True, metavar="N",
                  help="Evictions sent at the same time."),
     click.option("--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
     click.option("--wait-ready", is_flag=True,
@@ -155,11 +192,12 @@ def _percentages(flag: str, text: str) -> dict[str, float]:
     for part in text.split(","):
         name, sep, value = part.partition("=")
         try:
-            if not sep or not name.strip():
+            number = float(value)
+            if not sep or not name.strip() or not math.isfinite(number):  # nan and inf compare as nothing else
                 raise ValueError
-            out[name.strip()] = float(value)
+            out[name.strip()] = number
         except ValueError:
-            raise UsageError(f"{flag}: expected RESOURCE=PERCENT[,...] such as cpu=20,memory=20, got {part!r}") \
+            raise UsageError(f"{flag}: expected RESOURCE=PERCENT[,...] such as cpu=20,memory=20, got {shown(part)}") \
                 from None
     return out
 
@@ -178,7 +216,53 @@ def _plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _name(what: str, name: str, problem: Callable[[str], str | None], given: str | None = None) -> None:
+    if not name:  # `-n "$NS"` with NS unset must not fall back to another namespace
+        raise UsageError(f"{what}: empty name in {shown(given if given is not None else name)}")
+    why = problem(name)
+    if why:
+        raise UsageError(f"{what}: {shown(name)} {why}")
+
+
+def _names(flag: str, values: tuple[str, ...] | str | None, problem: Callable[[str], str | None]) -> None:
+    """Every comma-separated name of a flag is non-empty and valid, or one error naming it."""
+    for item in (values,) if isinstance(values, str) else values or ():
+        for name in item.split(","):
+            _name(flag, name.strip(), problem, item)
+
+
+# Every flag that takes a duration, with what it is called in messages.
+DURATION_FLAGS = {"request_timeout": "--request-timeout", "interval": "--interval", "timeout": "--timeout",
+                  "migration_ttl": "--migration-ttl", "min_pod_age": "--min-pod-age",
+                  "max_pod_lifetime": "--max-pod-lifetime"}
+
+
+def check_flags(kw: dict[str, Any]) -> None:
+    """What can be refused from the flags alone is refused before anything is read, asked or sent (exit 2)."""
+    _names("-n/--namespace", kw.get("namespaces"), dns1123_label_problem)
+    _names("--exclude-namespace", kw.get("exclude_namespaces"), dns1123_label_problem)
+    if kw.get("nodes") is not None:
+        _names("--nodes", kw["nodes"], dns1123_subdomain_problem)
+    for key, flag in (("selector", "-l/--selector"), ("node_selector", "--node-selector")):
+        if kw.get(key) is not None:
+            try:
+                parse_selector(kw[key])
+            except ValueError as e:
+                raise UsageError(f"{flag}: {e}") from None
+    for key, flag in DURATION_FLAGS.items():
+        if kw.get(key) is not None:
+            parse_duration(kw[key], flag)
+    if kw.get("report") is not None and not kw["report"].strip():
+        raise UsageError("--report: the file name must not be empty")
+    files = kw.get("from_files") or ()
+    if any(not f.strip() for f in files):
+        raise UsageError("--from-file: the file name must not be empty")
+    if list(files).count("-") > 1:
+        raise UsageError("--from-file -: standard input can be read only once")
+
+
 def _options_from(kw: dict[str, Any]) -> app.Options:
+    check_flags(kw)
     if kw.get("from_files") and any(kw.get(k) for k in ("kubeconfig", "context", "cluster", "user")):
         raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster and --user do not apply")
     timeout = parse_duration(kw.get("request_timeout") or "0")
@@ -195,7 +279,8 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
         output=kw.get("output") or "table",
         yes=bool(kw.get("yes")),
         dry_run=kw.get("dry_run") or "none",
-        grace_period=kw.get("grace_period"),
+        # -1 is kubectl's "the pod's own": send none (the API server would make any negative 1 second)
+        grace_period=None if kw.get("grace_period") == -1 else kw.get("grace_period"),
         **_act_options(kw),
         **_evictor_options(kw),
     )
@@ -207,7 +292,7 @@ def _act_options(kw: dict[str, Any]) -> dict[str, Any]:
         return {}
     if kw["max_in_flight"] < 1:
         raise UsageError("--max-in-flight: must be at least 1")
-    timeout = parse_duration(kw["timeout"], "--timeout") if kw.get("timeout") else DEFAULT_TIMEOUT
+    timeout = parse_duration(kw["timeout"], "--timeout") if kw.get("timeout") is not None else DEFAULT_TIMEOUT
     return {"max_in_flight": kw["max_in_flight"], "interval": parse_duration(kw["interval"], "--interval"),
             "wait_ready": bool(kw["wait_ready"]), "timeout": timeout,
             "report": kw.get("report"), "record_events": bool(kw["record_events"])}
@@ -253,7 +338,7 @@ def _evictor_args(kw: dict[str, Any]) -> dict[str, Any]:
         args["priorityThreshold"] = {"value": kw["priority_threshold"]}
     if kw.get("min_replicas") is not None:
         args["minReplicas"] = kw["min_replicas"]
-    if kw.get("min_pod_age"):
+    if kw.get("min_pod_age") is not None:
         args["minPodAge"] = kw["min_pod_age"]
     return args
 
@@ -318,7 +403,7 @@ def _flag_args(name: str, kw: dict[str, Any], given: dict[str, Any]) -> dict[str
         if kw.get("number_of_nodes") is not None:
             args["numberOfNodes"] = kw["number_of_nodes"]
     elif name == "PodLifeTime":
-        if kw.get("max_pod_lifetime"):
+        if kw.get("max_pod_lifetime") is not None:
             args = {"maxPodLifeTimeSeconds": int(parse_duration(kw["max_pod_lifetime"], "--max-pod-lifetime"))}
         elif not any(k in given for k in PODLIFETIME_CRITERIA):  # criteria combine, so ours only stand alone
             args = dict(DEFAULT_PODLIFETIME)
@@ -331,8 +416,14 @@ def _flag_args(name: str, kw: dict[str, Any], given: dict[str, Any]) -> dict[str
     return args
 
 
-def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plugins: list[str]) -> Policy:
-    """--policy (with --policy-patch), or the one-profile policy the plugin flags describe."""
+COMMAND_FOR_POINT = {"deschedule": "deschedule", "balance": "balance"}
+
+
+def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plugins: list[str], *,
+                 only_point: bool = False) -> Policy:
+    """--policy (with --policy-patch), or the one-profile policy the plugin flags describe. With only_point
+    (the balance and deschedule commands) a --plugin must have that extension point: `balance --plugin
+    PodLifeTime` names the command that runs it instead of quietly running a Deschedule plugin."""
     limits = {"maxNoOfPodsToEvictPerNode": kw.get("max_pods_per_node"),
               "maxNoOfPodsToEvictPerNamespace": kw.get("max_pods_per_namespace"),
               "maxNoOfPodsToEvictTotal": kw.get("max_pods")}
@@ -357,6 +448,9 @@ def build_policy(registry: Registry, kw: dict[str, Any], point: str, default_plu
         use = point if point in spec.points else next((p for p in ("deschedule", "balance") if p in spec.points), None)
         if use is None:
             raise UsageError(f"--plugin {name}: a {'/'.join(spec.points)} plugin cannot be run by this command")
+        if only_point and use != point:
+            raise UsageError(f"{name} is a {use.capitalize()} plugin: run it with "
+                             f"`kubectl desched {COMMAND_FOR_POINT[use]} --plugin {name}`")
         args = _flag_args(name, kw, extra.get(name, {}))
         plugins.append((name, use, args))
     evictor = _evictor_args(kw)
@@ -438,7 +532,7 @@ def cli() -> None:
 def balance(**kw: Any) -> None:
     """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
     opts = _options_from(kw)
-    policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE])
+    policy = build_policy(_registry(), kw, "balance", [DEFAULT_BALANCE], only_point=True)
     sys.exit(app.plan_and_act(opts, policy, point="balance" if kw.get("policy_file") else None))
 
 
@@ -456,7 +550,7 @@ def deschedule(**kw: Any) -> None:
     opts = _options_from(kw)
     registry = _registry()
     defaults = [s.name for s in registry.with_points("deschedule") if s.origin == "in-tree"]
-    policy = build_policy(registry, kw, "deschedule", defaults)
+    policy = build_policy(registry, kw, "deschedule", defaults, only_point=True)
     sys.exit(app.plan_and_act(opts, policy, point="deschedule" if kw.get("policy_file") else None))
 
 
@@ -496,6 +590,7 @@ EXPLAIN_DEFAULT = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRe
 @limit_options
 def explain_pod(pod_name: str, **kw: Any) -> None:
     """The pod against every filter and enabled plugin, and which other nodes could take it."""
+    _name("POD", pod_name, dns1123_subdomain_problem)
     opts = _options_from(kw)
     policy = build_policy(_registry(), kw, "balance", EXPLAIN_DEFAULT)
     sys.exit(app.explain_pod(opts, policy, pod_name))
@@ -514,6 +609,7 @@ def explain_pod(pod_name: str, **kw: Any) -> None:
                    "read, and plugins that need the other nodes are estimated or listed as not evaluated.")
 def explain_node(node_name: str, full: bool, **kw: Any) -> None:
     """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
+    _name("NODE", node_name, dns1123_subdomain_problem)
     opts = _options_from(kw)
     policy = build_policy(_registry(), kw, "balance", EXPLAIN_DEFAULT)
     sys.exit(app.explain_node(opts, policy, node_name, full=full))
@@ -559,6 +655,12 @@ def version(output: str) -> None:
         click.echo(f"kubectl-desched v{__version__} (python {sys.version.split()[0]})")
 
 
+def error_line(message: object) -> str:
+    """The last guard before the terminal: whatever a message quotes (a server's words, a value typed, a file's
+    content) it stays one printable line of bounded length, so it cannot forge a second `error:` line."""
+    return f"error: {one_line(message, LINE_LIMIT)}"
+
+
 def main() -> None:
     """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
     try:
@@ -569,10 +671,10 @@ def main() -> None:
         click.echo("aborted: nothing further was evicted", err=True)
         sys.exit(app.EXIT_NOT_CONFIRMED)
     except click.ClickException as e:
-        click.echo(f"error: {e.format_message()}", err=True)
+        click.echo(error_line(e.format_message()), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
     except DeschedError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(error_line(e), err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: nothing further was evicted", err=True)

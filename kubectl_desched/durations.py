@@ -1,16 +1,23 @@
 """Durations as kubectl and metav1.Duration write them, and the API's timestamps."""
 
+import math
 import re
 from datetime import datetime
 
 from kubectl_desched.errors import UsageError
+from kubectl_desched.sanitize import shown
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Every duration is at most 10 years: far beyond any real timeout, age or TTL, yet far below what a sleep, a
+# deadline or a Go time.Duration (about 292 years) can hold, so no value can overflow after the user confirmed.
+MAX_DURATION_SECONDS = 10 * 365 * 24 * 3600
+MAX_DURATION_TEXT = "87600h (10 years)"
 
 
-def parse_duration(text: str, flag: str = "--request-timeout") -> float:
-    """kubectl-style duration: a bare number of seconds or a Go duration such as 1m30s. 0 means none."""
+def duration_seconds(text: str) -> float:
+    """A bare number of seconds or a Go duration such as 1m30s, in seconds (no range check: see
+    check_duration). ValueError when it is neither."""
     s = text.strip()
     if re.fullmatch(r"\d+(\.\d+)?", s):
         return float(s)
@@ -21,8 +28,27 @@ def parse_duration(text: str, flag: str = "--request-timeout") -> float:
         total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
         pos = m.end()
     if pos != len(s) or not s:
-        raise UsageError(f"invalid {flag} {text!r}: use a number of seconds or a duration such as 30s, 1m")
+        raise ValueError(text)
     return total
+
+
+def parse_duration(text: str, flag: str = "--request-timeout") -> float:
+    """kubectl-style duration: a bare number of seconds or a Go duration such as 1m30s. 0 means none.
+    At most MAX_DURATION_SECONDS."""
+    try:
+        total = duration_seconds(text)
+    except ValueError:
+        raise UsageError(f"invalid {flag} {shown(text)}: use a number of seconds or a duration such as 30s, 1m") \
+            from None
+    check_duration(total, flag, text)
+    return total
+
+
+def check_duration(seconds: float, flag: str, text: object = None) -> None:
+    """Range-check a duration in seconds (a digit string can be so long that it is infinite as a float)."""
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION_SECONDS:
+        raise UsageError(f"invalid {flag} {shown(seconds if text is None else text)}: "
+                         f"must be from 0 to {MAX_DURATION_TEXT}")
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -15,6 +15,7 @@ from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.nodeutilization import fmt_pct
 from kubectl_desched.quantity import format_resource
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
@@ -162,5 +163,6 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
 
 def results_table(results: list[EvictionResult], paint: Painter) -> str:
     rows = [[r.candidate.pod.namespace, r.candidate.pod.name, r.candidate.pod.node_name,
-             paint(r.outcome, _OUTCOME_COLOR.get(r.outcome, "red")), r.message] for r in results]
+             paint(r.outcome, _OUTCOME_COLOR.get(r.outcome, "red")), one_line(r.message, LINE_LIMIT)]
+            for r in results]  # a message may quote the server: one printable line per row
     return tabulate(rows, headers=["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"], tablefmt="plain")

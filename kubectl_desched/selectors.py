@@ -5,6 +5,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubectl_desched.names import label_key_problem, label_value_problem
+from kubectl_desched.sanitize import shown
+
 Matcher = Callable[[Mapping[str, str]], bool]
 
 _SET_EXPR = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
@@ -16,7 +19,7 @@ def _match_all(_labels: Mapping[str, str]) -> bool:
 
 
 def _split_terms(text: str) -> list[str]:
-    """Split on commas that are not inside parentheses."""
+    """Split on commas that are not inside parentheses (empty terms kept, to be refused)."""
     terms, depth, cur = [], 0, []
     for ch in text:
         if ch == "(":
@@ -29,18 +32,33 @@ def _split_terms(text: str) -> list[str]:
         else:
             cur.append(ch)
     terms.append("".join(cur))
-    return [t for t in terms if t.strip()]
+    return terms
+
+
+def _check_term(term: str, key: str, values: list[str]) -> None:
+    """The API server's checks on one requirement: a valid label key and valid label values."""
+    problem = label_key_problem(key)
+    if problem:
+        raise ValueError(f"invalid label key {shown(key)}: {problem}")
+    for value in values:
+        problem = label_value_problem(value)
+        if problem:
+            raise ValueError(f"invalid label value {shown(value)} in {shown(term.strip())}: {problem}")
 
 
 def parse_selector(text: str | None) -> Matcher:
-    """Compile a string selector; raises ValueError naming the bad term."""
+    """Compile a string selector with the API server's syntax rules; raises ValueError naming the bad term.
+    Blank text selects everything, as in Kubernetes; an empty term (`a=b,,`) is an error there too."""
     if text is None or not text.strip():
         return _match_all
     requirements: list[Matcher] = []
     for term in _split_terms(text):
+        if not term.strip():
+            raise ValueError(f"empty term in label selector {shown(text)}: remove the extra ','")
         m = _EQ_EXPR.match(term)
         if m:
             key, op, value = m.groups()
+            _check_term(term, key, [value])
             if op == "!=":
                 requirements.append(lambda lb, k=key, v=value: lb.get(k) != v)
             else:
@@ -48,14 +66,17 @@ def parse_selector(text: str | None) -> Matcher:
             continue
         m = _SET_EXPR.match(term)
         if not m:
-            raise ValueError(f"invalid label selector term {term.strip()!r}")
+            raise ValueError(f"invalid label selector term {shown(term.strip())}")
         negate, key, op, values = m.groups()
         if op:
             if negate:
-                raise ValueError(f"invalid label selector term {term.strip()!r}")
-            vals = frozenset(v.strip() for v in values.split(",") if v.strip())
-            requirements.append(_set_requirement(key, "In" if op == "in" else "NotIn", vals))
+                raise ValueError(f"invalid label selector term {shown(term.strip())}")
+            # As the API server parses them: "in ()" is the empty value, "in (a,,b)" includes it.
+            vals = [v.strip() for v in values.split(",")]
+            _check_term(term, key, vals)
+            requirements.append(_set_requirement(key, "In" if op == "in" else "NotIn", frozenset(vals)))
         else:
+            _check_term(term, key, [])
             requirements.append(_set_requirement(key, "DoesNotExist" if negate else "Exists", frozenset()))
     return _all_of(requirements)
 

@@ -27,6 +27,7 @@ from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 GROUP = "scheduling.koordinator.sh"
 VERSION = "v1alpha1"
@@ -120,9 +121,13 @@ def job_body(c: Candidate, settings: JobSettings, run_id: str) -> dict[str, Any]
 
 
 def job_status(job: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(phase, reason, message); a job the controller has not looked at yet has no phase: it is Pending."""
-    status = job.get("status") or {}
-    return status.get("phase") or PENDING, status.get("reason") or "", status.get("message") or ""
+    """(phase, reason, message); a job the controller has not looked at yet has no phase: it is Pending.
+    The controller's words are printed in lines and tables: made one safe, short line each."""
+    status = job.get("status")
+    if not isinstance(status, Mapping):
+        status = {}
+    return (one_line(status.get("phase") or PENDING, 40), one_line(status.get("reason") or "", 100),
+            one_line(status.get("message") or ""))
 
 
 def same_pod(job: Mapping[str, Any], namespace: str, name: str, uid: str) -> bool:
@@ -204,7 +209,7 @@ def summary_rows(results: Sequence[EvictionResult], tracks: Mapping[int, JobTrac
         p = r.candidate.pod
         t = tracks.get(id(r.candidate))
         if t is None:  # no job: skipped, refused or failed before one existed
-            rows.append([p.namespace, p.name, "-", "-", r.outcome, r.message, "-"])
+            rows.append([p.namespace, p.name, "-", "-", r.outcome, one_line(r.message, LINE_LIMIT), "-"])
             continue
         phase = "Deleted" if t.deleted else t.phase
         if r.outcome in _UNFINISHED_LABEL:
@@ -240,7 +245,9 @@ def require_served(conn: Connection) -> None:
         raise describe_api_error(e, "checking for the PodMigrationJob API", conn.server) from None
     except (urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, "checking for the PodMigrationJob API", conn.server) from None
-    if not any(r.get("name") == RESOURCE for r in (doc or {}).get("resources") or []):
+    resources = (doc or {}).get("resources")
+    if not isinstance(resources, list) or not any(isinstance(r, Mapping) and r.get("name") == RESOURCE
+                                                  for r in resources):
         raise DeschedError(NOT_SERVED)
 
 

@@ -6,13 +6,15 @@ A PluginArgs dataclass declares fields with upstream's JSON names (snake_case tu
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from kubectl_desched.durations import parse_duration
-from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
+from kubectl_desched.errors import ConfigError
+from kubectl_desched.sanitize import shown
 from kubectl_desched.selectors import Matcher, label_selector
 
 
@@ -193,13 +195,22 @@ class Duration:
     @classmethod
     def from_raw(cls, value: Any, path: str) -> Duration:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return cls(float(value), f"{value}s")
-        if not isinstance(value, str):
-            raise ConfigError(path, f"must be a duration such as 5m, not {value!r}")
-        try:
-            return cls(parse_duration(value, path), value)
-        except UsageError:
-            raise ConfigError(path, f"must be a duration such as 5m, not {value!r}") from None
+            try:
+                seconds = float(value)  # an int too large for a float overflows
+            except OverflowError:
+                seconds = math.inf
+            text = f"{value}s"
+        elif isinstance(value, str):
+            try:
+                seconds, text = duration_seconds(value), value
+            except ValueError:
+                raise ConfigError(path, f"must be a duration such as 5m, not {shown(value)}") from None
+        else:
+            raise ConfigError(path, f"must be a duration such as 5m, not {shown(value)}")
+        # The sign is the plugin's to check; the size is checked here, so nothing overflows later.
+        if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
+            raise ConfigError(path, f"must be at most {MAX_DURATION_TEXT}, not {shown(value)}")
+        return cls(seconds, text)
 
     def to_raw(self) -> str:
         return self.text

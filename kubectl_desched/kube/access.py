@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
+from kubectl_desched.kube.live import NotJSON, bounded_timeout, describe_api_error, json_type, request_json
 
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
@@ -47,7 +47,10 @@ def allowed(conn: Connection, p: Permission) -> bool:
     body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": attrs}}
     review = request_json(conn, "POST", SSAR_PATH, body=body, timeout=bounded_timeout(conn))
-    return bool((review.get("status") or {}).get("allowed"))
+    status = (review or {}).get("status")
+    if not isinstance(status, dict):  # a review always comes back with a status: this answer is not one
+        raise NotJSON("POST", SSAR_PATH, f"was not a SelfSubjectAccessReview: its status is {json_type(status)}")
+    return status.get("allowed") is True
 
 
 def missing_permissions(conn: Connection, needed: Iterable[Permission], namespaces: Iterable[str]) -> list[str]:

@@ -16,36 +16,106 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.model import ParseError, cycle_collector_paused, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.sanitize import one_line, shown
 from kubectl_desched.state import ClusterState
 
 Progress = Callable[[str, int], None]
 PAGE_SIZE = 500  # kubectl's chunk size
 
 
+class NotJSON(urllib3.exceptions.ProtocolError, json.JSONDecodeError):
+    """A 2xx answer whose body is not the JSON object asked for: cut short, an HTML page from a proxy, bytes that
+    are not UTF-8, a list where an object belongs. For the client it is an answer that did not arrive, so it is
+    a transport error (a urllib3 ProtocolError, as an incomplete read is): callers that handle a dropped
+    connection handle this too, and a write whose answer is unreadable is treated as lost, never as failed.
+    It is also a JSONDecodeError, for callers that catch that."""
+
+    def __init__(self, method: str, path: str, problem: str) -> None:
+        Exception.__init__(self, f"the answer to {method} {path} {problem}")
+        # JSONDecodeError's attributes, without keeping the (possibly huge) body alive
+        self.msg, self.doc, self.pos, self.lineno, self.colno = problem, "", 0, 1, 1
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def decode_json(data: bytes, method: str, path: str) -> dict[str, Any]:
+    """Parse an answer's body, which the API always makes an object; NotJSON names the request and what is
+    wrong with the body."""
+    try:
+        doc = json.loads(data)
+    except ValueError as e:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not text
+        raise NotJSON(method, path, f"was not JSON ({_body_problem(data, e)})") from None
+    if not isinstance(doc, dict):
+        raise NotJSON(method, path, f"was not a JSON object but {json_type(doc)}")
+    return doc
+
+
+def _body_problem(data: bytes, e: ValueError) -> str:
+    head = data[:80].lstrip()
+    if head[:1] == b"<":
+        return f"{len(data):,} bytes of HTML or XML starting {shown(head.decode('utf-8', 'replace'), 40)}"
+    if isinstance(e, UnicodeDecodeError):
+        return f"{len(data):,} bytes that are not UTF-8 text"
+    if isinstance(e, json.JSONDecodeError):
+        # Cut short: the parser ran out of text (an error at the very end, or a string never closed).
+        if e.pos >= len(e.doc.rstrip()) or e.msg.startswith("Unterminated string"):
+            return f"cut short after {len(data):,} bytes"
+        return f"{len(data):,} bytes, invalid at character {e.pos:,}: {e.msg}"
+    return f"{len(data):,} bytes: {one_line(e, 80)}"
+
+
+def list_page(data: bytes, path: str) -> tuple[list[Any], str]:
+    """A LIST answer's items and its continue token, after checking the envelope's shape (each item's is the
+    model's business)."""
+    page = decode_json(data, "GET", path)
+    items, meta = page.get("items"), page.get("metadata")
+    if items is not None and not isinstance(items, list):
+        raise NotJSON("GET", path, f"was not a list: its items are {json_type(items)}")
+    if meta is not None and not isinstance(meta, dict):
+        raise NotJSON("GET", path, f"was not a list: its metadata is {json_type(meta)}")
+    cont = (meta or {}).get("continue")
+    if cont is not None and not isinstance(cont, str):
+        raise NotJSON("GET", path, f"was not a list: its metadata.continue is {json_type(cont)}")
+    return items or [], cont or ""
+
+
 def api_message(e: ApiException) -> str:
+    """What the server said in an error answer (its Status message, else the HTTP reason), made safe to print:
+    one line, no control characters, a few hundred characters at most."""
     try:
         body = json.loads(e.body or "")
         if isinstance(body, dict) and body.get("message"):
-            return str(body["message"])
+            return one_line(body["message"])
     except (ValueError, TypeError):
         pass
-    return (e.reason or "").strip() or f"HTTP {e.status}"
+    return one_line(e.reason or "") or f"HTTP {e.status}"
 
 
 def describe_api_error(e: Exception, what: str, server: str) -> DeschedError:
-    """One line that says what failed and what the server or network said."""
+    """One line that says what failed and what the server or network said (sanitized: see api_message)."""
     if isinstance(e, ApiException):
         if e.status == 401:
             return DeschedError(f"{what}: unauthorized (401): the server at {server} rejected your credentials")
         if e.status == 403:
             return DeschedError(f"{what}: forbidden (403): {api_message(e)}")
         if e.status == 0:
-            return DeschedError(f"{what}: {e.reason}")
+            return DeschedError(f"{what}: {one_line(e.reason)}")
         return DeschedError(f"{what}: {api_message(e)} ({e.status})")
+    if isinstance(e, NotJSON):
+        return DeschedError(f"{what}: {e}")
     if isinstance(e, urllib3.exceptions.MaxRetryError):
         reason = e.reason
         if isinstance(reason, urllib3.exceptions.SSLError):
-            return DeschedError(f"{what}: TLS error talking to {server}: {reason}")
+            return DeschedError(f"{what}: TLS error talking to {server}: {one_line(reason)}")
         return DeschedError(f"{what}: cannot reach the API server at {server}: {_short(reason)}")
     if isinstance(e, urllib3.exceptions.TimeoutError | TimeoutError):
         return DeschedError(f"{what}: timed out talking to {server} (see --request-timeout)")
@@ -57,16 +127,17 @@ def _short(e: object) -> str:
     for marker in ("Connection refused", "Name or service not known", "timed out", "No route to host"):
         if marker in text:
             return marker.lower()
-    return text.splitlines()[0][:200] if text else type(e).__name__
+    return one_line(text.splitlines()[0], 200) if text.strip() else type(e).__name__
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                  body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
-    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException.
-    `timeout` replaces the connection's (--request-timeout) for this call."""
+    JSON object. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException; a 2xx body
+    that is not a JSON object raises NotJSON. `timeout` replaces the connection's (--request-timeout) for this
+    call."""
     data = request_raw(conn, method, path, query=query, body=body, timeout=timeout)
-    return json.loads(data) if data else None
+    return decode_json(data, method, path) if data else None
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
@@ -125,15 +196,17 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             peek = _CONTINUE.search(raw, 0, PEEK)
             ahead = peek.group(1).decode() if peek else ""
             following = pool.submit(fetch, ahead) if ahead else None
-            page = json.loads(raw) if raw else {}
+            try:
+                items, cont = list_page(raw, path) if raw else ([], "")
+            except NotJSON:
+                if following is not None:
+                    following.cancel()
+                raise
             del raw
-            cont = (page.get("metadata") or {}).get("continue") or ""
             if cont != ahead:  # the peek missed: ask for the right page
                 if following is not None:
                     following.cancel()
                 following = pool.submit(fetch, cont) if cont else None
-            items = page.get("items") or []
-            del page
             seen += len(items)
             if progress:
                 progress(label, seen)

@@ -10,6 +10,10 @@ A rule decides, per request, one of:
   drop        close the connection without forwarding (never saw it)
   drop-after  forward (the server applies it), then close without answering: a lost response
   hang-after  forward, then hold the answer past the client's timeout and close: a timed-out response
+  truncate    forward, then relay the answer with its status but only the first half of its body (and a
+              Content-Length that matches): a 2xx whose JSON is cut short
+  Canned(...) answer with this status, content type and body without forwarding (the server never saw it):
+              an HTML page from a proxy with a 200, an error Status whose message is hostile
 Every request is logged with its action and the upstream status, so a test can prove what reached the server.
 """
 
@@ -30,8 +34,30 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-Rule = Callable[[str, str, int], str]  # (method, path, nth time this method+path was seen, from 1) -> action
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+@dataclass(frozen=True)
+class Canned:
+    """An answer the proxy makes up instead of forwarding."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+    @classmethod
+    def html(cls, status: int = 200) -> Canned:
+        return cls(status, b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
+                           b"<body><center>nginx</center></body></html>", "text/html")
+
+    @classmethod
+    def status_message(cls, code: int, message: str) -> Canned:
+        """A Kubernetes error Status saying `message`."""
+        return cls(code, json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                     "message": message, "code": code}).encode())
+
+
+Rule = Callable[[str, str, int], str | Canned]  # (method, path, nth time this method+path was seen) -> action
 
 
 @dataclass
@@ -89,7 +115,7 @@ class FaultProxy:
         with self._lock:
             return [s for s in self.log if (method is None or s.method == method) and s.path.endswith(suffix)]
 
-    def _decide(self, method: str, path: str) -> str:
+    def _decide(self, method: str, path: str) -> str | Canned:
         with self._lock:
             key = (method, path)
             self._counts[key] = self._counts.get(key, 0) + 1
@@ -123,6 +149,10 @@ class FaultProxy:
                 body = self.rfile.read(length) if length else b""
                 path = urlsplit(self.path).path
                 action = proxy._decide(self.command, path)
+                if isinstance(action, Canned):
+                    proxy._record(Seen(self.command, path, f"canned-{action.status}", None))
+                    self._send(action.status, [("Content-Type", action.content_type)], action.body)
+                    return
                 if action in ("drop", "500"):
                     proxy._record(Seen(self.command, path, action, None))
                     if action == "drop":
@@ -146,8 +176,13 @@ class FaultProxy:
                     with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if action == "truncate":
+                    data = data[:len(data) // 2]
+                self._send(status, resp_headers, data)
+
+            def _send(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
                 self.send_response(status)
-                for k, v in resp_headers:
+                for k, v in headers:
                     if k.lower() not in HOP_HEADERS:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))

@@ -1,0 +1,55 @@
+"""Make text we did not write safe to print: what an API server (or a proxy in front of it) says, and values the
+user typed that we echo back. A hostile or broken server must not be able to forge a second `error:` line with a
+newline, drive the terminal with escape codes, or flood it with a 2 MB message."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+SERVER_TEXT_LIMIT = 400  # what one server message may take in a line we print
+LINE_LIMIT = 1000  # the final guard on a whole `error:` / `warning:` line (ours plus what we quoted)
+VALUE_LIMIT = 60  # a value the user typed, quoted back in an error
+
+# Categories a terminal or str.splitlines() acts on: controls (C0, DEL, C1: newlines, ESC), format characters
+# (bidi overrides that reorder what is shown), line/paragraph separators and lone surrogates.
+_UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+_ALL_SAFE = re.compile(r"[\x20-\x7e]*")  # plain printable ASCII: the common case, no per-character work
+
+
+def _escape(ch: str) -> str:
+    if unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
+        return ch
+    code = ord(ch)
+    if ch == "\n":
+        return "\\n"
+    if ch == "\r":
+        return "\\r"
+    if ch == "\t":
+        return "\\t"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def one_line(text: object, limit: int = SERVER_TEXT_LIMIT) -> str:
+    """`text` as one printable line of at most about `limit` characters: control and format characters are
+    replaced by visible escapes (a newline becomes the two characters \\n), and a longer text is cut with a
+    marker that says how long it was."""
+    s = str(text).strip()
+    if len(s) <= limit and _ALL_SAFE.fullmatch(s):
+        return s
+    out: list[str] = []
+    size = 0
+    for ch in s:
+        piece = _escape(ch)
+        if size + len(piece) > limit:
+            return "".join(out) + f"... [cut: {len(s):,} characters in all]"
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
+def shown(value: object, limit: int = VALUE_LIMIT) -> str:
+    """A value to quote back in an error message, quoted, made printable and shortened: `'9999...'`."""
+    return "'" + one_line(value, limit).replace("'", "\\'") + "'"

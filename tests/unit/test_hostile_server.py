@@ -1,0 +1,280 @@
+"""A broken or hostile API server: 2xx answers that are cut short, HTML or not an object, and error messages with
+newlines, terminal escapes or 2 MB of text. Each ends as one printable `error:` line (and the report's `error`),
+never a traceback; nothing is evicted. The transport is replaced here; tests/integration/test_hostile_server_live.py
+puts the fault proxy in front of a real kube-apiserver."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_desched import app, cli
+from kubectl_desched.errors import DeschedError
+from kubectl_desched.kube import access, live
+from kubectl_desched.kube.config import Connection
+from kubectl_desched.sanitize import LINE_LIMIT, SERVER_TEXT_LIMIT, one_line, shown
+from tests import builders as b
+
+NODES, PODS, PDBS = "/api/v1/nodes", "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"
+NODE_METRICS = "/apis/metrics.k8s.io/v1beta1/nodes"
+HTML = b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+TAINT = {"key": "maintenance", "value": "soon", "effect": "NoSchedule"}
+
+# The bodies a broken proxy or server sends with a 200, and how the error line names the problem.
+BROKEN_BODIES: list[tuple[str, bytes, str]] = [
+    ("cut-short", b'{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"na', "cut short after"),
+    ("html", HTML, "bytes of HTML or XML starting '<!DOCTYPE html>"),
+    ("empty-array", b"[]", "was not a JSON object but an array"),
+    ("not-utf8", b"\xff\xfe\xfa\x00garbage", "was not JSON"),
+    ("items-not-a-list", b'{"kind":"PodList","items":{"a":1}}', "was not a list: its items are an object"),
+    ("bad-continue", b'{"metadata":{"continue":7},"items":[]}', "its metadata.continue is a number"),
+]
+FORGED = "denied\nerror: everything is fine, all pods evicted\r\x1b[2J\x1b]0;owned\x07\x9b31m\u202egnp.exe"
+
+
+class FakeAPI:
+    """Serves nodes, pods (all on a tainted node, so RemovePodsViolatingNodeTaints proposes them), PDBs, node
+    metrics and access reviews in one page each; `broken` maps a path to the raw body sent instead, with 200."""
+
+    def __init__(self, broken: dict[str, bytes] | None = None, errors: dict[str, ApiException] | None = None) -> None:
+        self.lists: dict[str, list[dict[str, Any]]] = {
+            NODES: [b.node("n1", taints=[TAINT]), b.node("n2")],
+            PODS: [b.pod(f"web-{i}", "n1", namespace="shop") for i in range(2)],
+            PDBS: [], NODE_METRICS: [b.node_metrics("n1", "1"), b.node_metrics("n2", "1")],
+        }
+        self.broken = broken or {}
+        self.errors = errors or {}
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
+                 timeout: Any = None) -> bytes:
+        self.calls.append((method, path))
+        if path in self.errors:
+            raise self.errors[path]
+        if path in self.broken:
+            return self.broken[path]
+        if method == "POST" and path == access.SSAR_PATH:
+            return json.dumps({**body, "status": {"allowed": True}}).encode()
+        if method != "GET":
+            raise AssertionError(f"{method} {path} must not be sent")
+        if path.startswith(NODES + "/"):
+            name = path.rsplit("/", 1)[1]
+            return json.dumps(next(n for n in self.lists[NODES] if n["metadata"]["name"] == name)).encode()
+        list_path = PDBS if path.endswith("/poddisruptionbudgets") else path
+        items = self.lists[list_path]
+        field = dict(query or []).get("fieldSelector", "")
+        if field.startswith("spec.nodeName="):
+            items = [i for i in items if i["spec"]["nodeName"] == field.split("=", 1)[1]]
+        return json.dumps({"metadata": {"resourceVersion": "9"}, "items": items}).encode()
+
+    def sent(self, method: str) -> list[str]:
+        return [p for m, p in self.calls if m == method]
+
+
+def _conn() -> Connection:
+    return Connection(api=None, server="https://example:6443", context="ctx", namespace="shop")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeAPI:
+    server = FakeAPI()
+    monkeypatch.setattr(live, "request_raw", server)
+    monkeypatch.setattr(app, "connect", lambda _opts: _conn())
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.chdir(tmp_path)
+    return server
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """cli.main() in process, as the console script runs it: its exit code, stdout and stderr."""
+    monkeypatch.setattr(sys, "argv", ["kubectl-desched", *args])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    out, err = capsys.readouterr()
+    return int(done.value.code or 0), out, err
+
+
+def assert_one_error_line(err: str, *fragments: str) -> str:
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "\x1b" not in err and "\x9b" not in err and "\u202e" not in err and "\r" not in err
+    return lines[0]
+
+
+DESCHEDULE = ["deschedule", "--plugin", "RemovePodsViolatingNodeTaints", "-n", "shop"]
+
+
+# ---------------------------------------------------------------- the sanitizer itself
+
+@pytest.mark.parametrize(("raw", "clean"), [
+    ("plain text stays", "plain text stays"),
+    ("two\nlines", "two\\nlines"),
+    ("cr\rlf\r\n", "cr\\rlf"),  # the trailing line break is stripped, the inner ones shown
+    ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+    ("csi\x9b2J", "csi\\x9b2J"),
+    ("bell\x07 del\x7f nul\x00", "bell\\x07 del\\x7f nul\\x00"),
+    ("bidi \u202eevil", "bidi \\u202eevil"),
+    ("sep\u2028line\u2029para\x85end", "sep\\u2028line\\u2029para\\x85end"),
+    ("tab\there", "tab\\there"),
+    ("unicode ünïcödé ✓ stays", "unicode ünïcödé ✓ stays"),
+])
+def test_one_line_escapes_what_a_terminal_acts_on(raw: str, clean: str) -> None:
+    assert one_line(raw) == clean
+    assert len(one_line(raw).splitlines()) <= 1
+
+
+def test_one_line_cuts_a_long_text_with_a_marker() -> None:
+    text = one_line("x" * 2_000_000)
+    assert text.startswith("x" * SERVER_TEXT_LIMIT)
+    assert text.endswith("... [cut: 2,000,000 characters in all]")
+    assert len(text) < SERVER_TEXT_LIMIT + 50
+    escaped = one_line("\x1b" * 1000, 20)  # escapes count toward the limit and are never cut in half
+    assert escaped.startswith("\\x1b" * 5 + "...")
+
+
+def test_shown_quotes_a_typed_value_short() -> None:
+    assert shown("9" * 400).startswith("'" + "9" * 60 + "... [cut: 400 characters")
+    assert shown("a'b\n") == "'a\\'b'"
+
+
+# ---------------------------------------------------------------- server error messages
+
+def _status(code: int, message: str) -> ApiException:
+    e = ApiException(status=code, reason="Internal Server Error")
+    e.body = json.dumps({"kind": "Status", "status": "Failure", "message": message, "code": code})
+    return e
+
+
+@pytest.mark.parametrize("message", [FORGED, "x" * 2_000_000, "\n\n\n", "ok\x00\x00"])
+def test_api_message_is_one_printable_bounded_line(message: str) -> None:
+    text = live.api_message(_status(500, message))
+    assert "\n" not in text and "\r" not in text and "\x1b" not in text and "\x00" not in text
+    assert len(text) <= SERVER_TEXT_LIMIT + 50
+    err = live.describe_api_error(_status(500, message), "reading the cluster", "https://x")
+    assert len(str(err).splitlines()) == 1
+
+
+def test_reason_phrase_and_transport_errors_are_sanitized_too() -> None:
+    e = ApiException(status=502, reason="Bad\nGateway\x1b[2J")
+    assert live.api_message(e) == "Bad\\nGateway\\x1b[2J"
+    lost = urllib3.exceptions.MaxRetryError(None, "/", urllib3.exceptions.ProtocolError("reset\nerror: forged"))
+    assert "\n" not in str(live.describe_api_error(lost, "reading", "https://x"))
+    odd = live.describe_api_error(ValueError("a\x1b]0;title\x07b" * 100), "reading", "https://x")
+    assert "\x1b" not in str(odd) and len(str(odd)) < 300
+
+
+@pytest.mark.parametrize("path", [NODES, PODS, PDBS])
+def test_error_status_with_a_forged_line_is_one_error_line(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], fake: FakeAPI,
+                                                           path: str) -> None:
+    fake.errors[path] = _status(500, FORGED)
+    code, _out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--yes", "--report", "r.json")
+    assert code == 1
+    line = assert_one_error_line(err, "reading the cluster: denied\\nerror: everything is fine", "(500)")
+    assert "everything is fine" not in err.replace(line, "")
+    report = json.loads(Path("r.json").read_text())
+    assert report["error"] == line.removeprefix("error: ")
+    assert fake.sent("POST") == []
+
+
+def test_a_2mb_error_message_is_cut(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                    fake: FakeAPI) -> None:
+    fake.errors[PODS] = _status(500, "\x1b[41m" + "A" * 2_000_000)
+    code, _out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--yes")
+    assert code == 1
+    line = assert_one_error_line(err, "\\x1b[41mAAAA", "[cut: 2,000,005 characters in all]")
+    assert len(line) < SERVER_TEXT_LIMIT + 120
+
+
+def test_the_final_guard_catches_any_error_text(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    def boom(**_kw: Any) -> None:
+        raise DeschedError("from a file: line one\nerror: forged\x1b[2J" + "z" * 5000)
+
+    monkeypatch.setattr(cli, "cli", type("C", (), {"main": staticmethod(boom)}))
+    code, _out, err = run_main(monkeypatch, capsys, "version")
+    assert code == 1
+    line = assert_one_error_line(err, "line one\\nerror: forged\\x1b[2J", "[cut:")
+    assert len(line) < LINE_LIMIT + 60
+
+
+# ---------------------------------------------------------------- 2xx answers that are not JSON
+
+@pytest.mark.parametrize(("name", "body", "fragment"), BROKEN_BODIES, ids=[c[0] for c in BROKEN_BODIES])
+def test_decode_json_names_the_request_and_the_problem(name: str, body: bytes, fragment: str) -> None:
+    with pytest.raises(live.NotJSON) as err:
+        live.list_page(body, PODS)
+    assert str(err.value).startswith(f"the answer to GET {PODS} ")
+    assert fragment in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+    # a lost answer to every caller that handles a dropped connection, and still a JSONDecodeError
+    assert isinstance(err.value, urllib3.exceptions.HTTPError) and isinstance(err.value, json.JSONDecodeError)
+
+
+@pytest.mark.parametrize("path", [NODES, PODS, PDBS, NODE_METRICS])
+@pytest.mark.parametrize(("name", "body", "fragment"), BROKEN_BODIES[:3], ids=[c[0] for c in BROKEN_BODIES[:3]])
+def test_a_broken_list_is_one_error_line_and_in_the_report(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], fake: FakeAPI,
+                                                           path: str, name: str, body: bytes, fragment: str) -> None:
+    fake.broken[path] = body
+    extra = ["--plugin", "LowNodeUtilization", "--use-metrics"] if path == NODE_METRICS else []
+    args = ["balance", "-n", "shop", *extra] if extra else DESCHEDULE
+    code, _out, err = run_main(monkeypatch, capsys, *args, "--yes", "--report", "r.json")
+    assert code == 1
+    line = assert_one_error_line(err, f"reading the cluster: the answer to GET {path} ", fragment)
+    report = json.loads(Path("r.json").read_text())
+    assert report["error"] == line.removeprefix("error: ") and report["evictions"] == []
+    assert fake.sent("POST") == []
+
+
+@pytest.mark.parametrize("path", [f"{NODES}/n1", PODS, "/apis/policy/v1/namespaces/shop/poddisruptionbudgets"])
+@pytest.mark.parametrize(("name", "body", "fragment"), BROKEN_BODIES[:2], ids=[c[0] for c in BROKEN_BODIES[:2]])
+def test_explain_node_quick_read_of_a_broken_answer(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], fake: FakeAPI,
+                                                    path: str, name: str, body: bytes, fragment: str) -> None:
+    fake.broken[path] = body
+    code, _out, err = run_main(monkeypatch, capsys, "explain", "node", "n1", "--plugin",
+                               "RemovePodsViolatingNodeTaints")
+    assert code == 1
+    assert_one_error_line(err, f"reading node n1: the answer to GET {path} ", fragment)
+    assert NODES not in [p for _m, p in fake.calls]  # it was the quick read
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    *((body, fragment) for _n, body, fragment in BROKEN_BODIES[:3]),
+    (b'{"kind":"SelfSubjectAccessReview","status":"yes"}', "was not a SelfSubjectAccessReview: its status is a string"),
+    (b'{"kind":"SelfSubjectAccessReview"}', "its status is null"),
+])
+def test_a_broken_access_review_stops_before_the_prompt(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str], fake: FakeAPI,
+                                                        body: bytes, fragment: str) -> None:
+    fake.broken[access.SSAR_PATH] = body
+    code, _out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--yes", "--report", "r.json")
+    assert code == 1
+    line = assert_one_error_line(
+        err, f"checking permissions (SelfSubjectAccessReview): the answer to POST {access.SSAR_PATH} ", fragment)
+    report = json.loads(Path("r.json").read_text())
+    assert report["error"] == line.removeprefix("error: ")
+    assert report["confirmation"] is None and report["evictions"] == []
+    assert fake.sent("POST") == [access.SSAR_PATH] * len(fake.sent("POST"))  # no eviction was sent
+
+
+def test_allowed_must_be_true_not_truthy(fake: FakeAPI) -> None:
+    fake.broken[access.SSAR_PATH] = b'{"status": {"allowed": "yes"}}'
+    assert access.allowed(_conn(), access.Permission("create", "pods", subresource="eviction")) is False
+
+
+def test_read_cluster_wraps_a_broken_page_in_one_line(fake: FakeAPI) -> None:
+    fake.broken[PODS] = HTML
+    with pytest.raises(DeschedError) as err:
+        live.read_cluster(_conn())
+    assert str(err.value).startswith(f"reading the cluster: the answer to GET {PODS} was not JSON (")
