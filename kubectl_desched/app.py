@@ -271,7 +271,8 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
-        runner = _runner(opts, loaded.conn, mode, policy, quiet=structured)
+        # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
+        runner = _runner(opts, loaded.conn, mode, policy, quiet=False)
         _preflight(runner, plan.candidates, opts, report)
         try:
             chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)

@@ -188,6 +188,10 @@ def test_all_succeeded_exits_zero_and_json_lists_the_jobs(cluster: Any, namespac
     jobs = {j["pod"]: j for j in doc["podMigrationJobs"]}
     assert jobs["app-1"]["phases"] == ["Pending", "Running", "Succeeded"]
     assert jobs["app-1"]["mode"] == "ReservationFirst" and jobs["app-1"]["ttl"] == "5m0s"
+    # stdout is the one document; the live lines still go to stderr.
+    name = jobs["app-1"]["name"]
+    assert f"{namespace}/app-1: PodMigrationJob {name} Succeeded" in proc.stderr
+    assert proc.stderr.rstrip().endswith("3 confirmed: 3 succeeded")
 
 
 def test_timeout_leaves_a_running_job_and_fails(cluster: Any, namespace: str, crd: None) -> None:
