@@ -142,6 +142,10 @@ class Arbitration:
         self._by_owner_uid: dict[str, list[Pod]] | None = None
         self._migrating_on_node: dict[str, set[int]] | None = None
         self._migrating_by_ctrl: dict[str, set[tuple[str, str]]] | None = None
+        # Per owner reference and per workload, computed once: every pod of a workload asks the same questions.
+        self._workloads: dict[tuple[str, str, str, str], Workload | None] = {}
+        self._unavailable: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+        self._rs_by_controller: dict[tuple[str, str], list[Owner]] | None = None
 
     # --- indexes built on first use -----------------------------------------------------------------------------
 
@@ -228,6 +232,12 @@ class Arbitration:
 
     def workload(self, ref: OwnerRef, namespace: str) -> Workload | None:
         """The workload behind a controller reference; None when the source did not include that kind."""
+        key = (ref.kind, namespace, ref.name, ref.uid)
+        if key not in self._workloads:
+            self._workloads[key] = self._resolve(ref, namespace)
+        return self._workloads[key]
+
+    def _resolve(self, ref: OwnerRef, namespace: str) -> Workload | None:
         if ref.kind not in WORKLOAD_KINDS:
             # Koordinator asks such an owner's scale subresource (a Job has none: 0 expected replicas); that is not
             # read here, so the pod is kept either way.
@@ -266,9 +276,14 @@ class Arbitration:
             match = label_selector(deployment.selector)
         except ValueError:
             match = None
-        uids = tuple(o.uid for (kind, ns, _n), o in self.owners.items()
-                     if match is not None and kind == "ReplicaSet" and ns == deployment.namespace
-                     and o.controller and o.controller[2] == deployment.uid and match(o.labels))
+        if self._rs_by_controller is None:
+            index: dict[tuple[str, str], list[Owner]] = defaultdict(list)
+            for (kind, ns, _name), o in self.owners.items():
+                if kind == "ReplicaSet" and o.controller:
+                    index[(ns, o.controller[2])].append(o)
+            self._rs_by_controller = index
+        found = self._rs_by_controller.get((deployment.namespace, deployment.uid), ())
+        uids = tuple(o.uid for o in found if match is not None and match(o.labels))
         return uids or (deployment.uid,)
 
     def expected_replicas(self, pod: Pod, max_migrating: int | str | None, max_unavail: int | str | None,
@@ -311,14 +326,21 @@ class Arbitration:
                 return f"{w.described}: {len(migrating)} pod(s) migrating, maxMigratingPerWorkload {limit}"
         if not check_unavailable:
             return None
-        by_uid = self._pods_by_owner_uid()
-        pods = {id(p): p for uid in w.pod_owner_uids for p in by_uid.get(uid, ()) if p.namespace == pod.namespace}
-        unavailable = {p.key for p in pods.values() if not is_available(p)} | migrating
+        unavailable = self._unavailable_of(w, pod.namespace) | migrating
         limit = max_unavailable(w.expected, max_unavail)
         if len(unavailable) >= limit:
             return (f"{w.described}: {len(unavailable)} pod(s) unavailable or migrating, maxUnavailablePerWorkload "
                     f"{limit}")
         return None
+
+    def _unavailable_of(self, w: Workload, namespace: str) -> set[str]:
+        """The workload's pods that are not available (not Ready, not scheduled, finished or terminating)."""
+        key = (namespace, w.pod_owner_uids)
+        if key not in self._unavailable:
+            by_uid = self._pods_by_owner_uid()
+            pods = {id(p): p for uid in w.pod_owner_uids for p in by_uid.get(uid, ()) if p.namespace == namespace}
+            self._unavailable[key] = {p.key for p in pods.values() if not is_available(p)}
+        return self._unavailable[key]
 
 
 def _phase(job: Mapping[str, Any]) -> str:
