@@ -25,7 +25,7 @@ from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.kube.access import AccessCheckUnavailable
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
-from kubectl_desched.kube.live import read_cluster, read_node
+from kubectl_desched.kube.live import OPTIONAL_KINDS, read_cluster, read_node
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.policy import Policy
@@ -171,7 +171,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
         state = load_snapshot(opts.from_files)
         conn = None
         for kind in sorted(kinds or ()):
-            if kind not in state.extra:
+            if kind not in state.extra and kind not in OPTIONAL_KINDS:
                 how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
                 raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
     elif one_node is not None:
@@ -280,7 +280,8 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
-        runner = _runner(opts, loaded.conn, mode, policy, quiet=structured)
+        # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
+        runner = _runner(opts, loaded.conn, mode, policy, quiet=False)
         _preflight(runner, plan.candidates, opts, report)
         try:
             chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)

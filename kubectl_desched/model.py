@@ -17,6 +17,7 @@ from kubectl_desched.quantity import resource_value
 from kubectl_desched.selectors import Matcher, label_selector
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+DEFAULT_SCHEDULER = "default-scheduler"  # what the API server writes when spec.schedulerName is empty
 _intern = sys.intern
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
@@ -117,6 +118,7 @@ class Pod:
     statuses: tuple[ContainerStatus, ...]
     conditions: tuple[PodCondition, ...]
     ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
+    scheduler_name: str = DEFAULT_SCHEDULER  # Koordinator's ReservationFirst mode only moves its scheduler's pods
     extra: dict[str, Any] = field(default_factory=dict)  # room for out-of-tree plugins' caches
 
     @property
@@ -381,6 +383,7 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
             for c in status.get("conditions") or ()
         ),
         ephemeral_statuses=tuple(_statuses(status.get("ephemeralContainerStatuses"), False)),
+        scheduler_name=_intern(spec.get("schedulerName") or DEFAULT_SCHEDULER),
     )
 
 

@@ -259,3 +259,43 @@ def with_spare_node(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ready = [o for o in objs if o["kind"] == "Node"
              and all(c["status"] == "True" for c in o["status"]["conditions"] if c["type"] == "Ready")]
     return objs if len(ready) >= 2 else [*objs, node("spare-cordoned", unschedulable=True)]
+
+
+# --- Koordinator's MigrationController checks: owners with replicas, PodMigrationJobs, readiness ---------------------
+
+
+def workload(kind: str, name: str, replicas: int | None = 3, *, namespace: str = "default", uid: str | None = None,
+             owner: tuple[str, str, str] | None = None, labels: dict | None = None,
+             selector: dict | None = None) -> dict[str, Any]:
+    """A ReplicaSet, Deployment, StatefulSet or ReplicationController; its uid defaults to the one pod() gives
+    owner references (owner-<name>); `owner` is its own controller (kind, name, uid)."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"owner-{name}",
+                            "labels": labels or {}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "uid": owner[2],
+                                    "controller": True}]
+    spec: dict[str, Any] = {"selector": selector or {"matchLabels": labels or {}}}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"apiVersion": "v1" if kind == "ReplicationController" else "apps/v1", "kind": kind, "metadata": meta,
+            "spec": spec}
+
+
+def migration_job(name: str, pod_obj: dict[str, Any] | None = None, *, phase: str | None = "Running",
+                  namespace: str = "default", pod_name: str = "", pod_uid: str = "") -> dict[str, Any]:
+    """A PodMigrationJob for a pod() (or for namespace/pod_name/pod_uid), in a phase (None: not yet looked at)."""
+    meta = pod_obj["metadata"] if pod_obj else {"namespace": namespace, "name": pod_name, "uid": pod_uid}
+    job: dict[str, Any] = {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+        "metadata": {"name": name, "uid": f"job-{name}", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"podRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                 "mode": "EvictDirectly"}}
+    if phase is not None:
+        job["status"] = {"phase": phase}
+    return job
+
+
+def ready(obj: dict[str, Any], is_ready: bool = True) -> dict[str, Any]:
+    """The pod with a Ready condition (True or False), as a kubelet reports it."""
+    obj["status"]["conditions"] = [condition("Ready", "True" if is_ready else "False")]
+    return obj

@@ -48,9 +48,17 @@ RUN_LABEL = "kubectl-desched/run"  # one value per run: the watch follows this r
 # Koordinator's MigrationController defaults (defaultJobMode, defaultJobTTL).
 DEFAULT_MODE = "ReservationFirst"
 DEFAULT_TTL_SECONDS = 300.0
-# The migration controller's scavenger deletes a job without a TTL after 30 minutes: waiting longer is pointless.
-NO_TTL_WAIT_SECONDS = 1800.0
-TTL_GRACE_SECONDS = 60.0  # the controller marks a job Failed/Timeout on its next look after the TTL
+# When the controller's verdict comes: it checks a job's TTL only when it next reconciles the job, and a job whose
+# eviction failed (a PDB, an error) is retried with a backoff that doubles up to 1000 s, so a job may fail with
+# Timeout long after its TTL (a 90 s TTL failed at 165 s). Its scavenger, every minute, deletes any job 5 minutes
+# past its TTL (30 minutes old without one): by then every job has ended or is gone. Waiting longer is pointless.
+SCAVENGE_AFTER_TTL_SECONDS = 300.0
+NO_TTL_SCAVENGE_SECONDS = 1800.0
+SCAVENGE_PERIOD_SECONDS = 60.0
+WAIT_MARGIN_SECONDS = 15.0
+MAX_BACKOFF_SECONDS = 1000.0
+# koord-descheduler's arbitration marks each job it lets through (others wait, Pending, until it does).
+PASSED_ARBITRATION = "descheduler.koordinator.sh/passed-arbitration"
 
 PENDING, RUNNING, SUCCEEDED, FAILED, ABORTED = "Pending", "Running", "Succeeded", "Failed", "Aborted"
 FINAL_PHASES = frozenset({SUCCEEDED, FAILED, ABORTED})
@@ -130,6 +138,21 @@ def job_status(job: Mapping[str, Any]) -> tuple[str, str, str]:
             one_line(status.get("message") or ""))
 
 
+def job_detail(job: Mapping[str, Any]) -> tuple[str, str, bool]:
+    """What says why a job waits: status.status (e.g. ReservationCreated while the phase stays Running), the latest
+    condition as "Type=Status Reason", and whether the arbitration let it through."""
+    status = job.get("status") or {}
+    conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
+    latest = ""
+    if conditions:
+        # The latest transition; on equal times (seconds) the later entry, as the controller appends new types.
+        _, last = max(enumerate(conditions), key=lambda ic: (str(ic[1].get("lastTransitionTime") or ""), ic[0]))
+        latest = " ".join(x for x in (f"{last.get('type', '?')}={last.get('status', '?')}", last.get("reason") or "")
+                          if x)
+    passed = ((job.get("metadata") or {}).get("annotations") or {}).get(PASSED_ARBITRATION) == "true"
+    return str(status.get("status") or ""), latest, passed
+
+
 def same_pod(job: Mapping[str, Any], namespace: str, name: str, uid: str) -> bool:
     ref = (job.get("spec") or {}).get("podRef") or {}
     if uid and ref.get("uid") == uid:
@@ -160,17 +183,24 @@ class JobTrack:
     ended: datetime | None = None
     deleted: bool = False
     history: list[str] = field(default_factory=list)
+    status: str = ""  # status.status
+    condition: str = ""  # the latest condition, "Type=Status Reason"
+    passed_arbitration: bool = False
+    overdue: bool = False  # past its TTL and not ended: the controller decides on its next look
 
     @property
     def final(self) -> bool:
         return self.deleted or self.phase in FINAL_PHASES
 
     def observe(self, job: Mapping[str, Any], when: datetime) -> bool:
-        """Take the job's status; True when phase, reason or message changed."""
+        """Take the job's status; True when anything a live line shows changed."""
         seen = job_status(job)
-        if seen == (self.phase, self.reason, self.message) and self.history:
+        detail = job_detail(job)
+        if (seen == (self.phase, self.reason, self.message)
+                and detail == (self.status, self.condition, self.passed_arbitration) and self.history):
             return False
         self.phase, self.reason, self.message = seen
+        self.status, self.condition, self.passed_arbitration = detail
         self.history.append(self.phase)
         if self.phase in FINAL_PHASES and self.ended is None:
             self.ended = when
@@ -178,10 +208,19 @@ class JobTrack:
 
 
 def phase_line(t: JobTrack) -> str:
+    """`ns/pod: PodMigrationJob NAME Phase (reason: message); status S; condition Type=Status Reason; passed
+    arbitration`: a job held by a limiter or a PDB stays Running with no reason, so the rest says why it waits."""
     p = t.candidate.pod
     detail = ": ".join(x for x in (t.reason, t.message) if x)
     state = "deleted before it ended" if t.deleted else t.phase
-    return f"  {p.namespace}/{p.name}: PodMigrationJob {t.name} {state}" + (f" ({detail})" if detail else "")
+    line = f"  {p.namespace}/{p.name}: PodMigrationJob {t.name} {state}" + (f" ({detail})" if detail else "")
+    extras = [f"status {t.status}" if t.status else "", f"condition {t.condition}" if t.condition else "",
+              "passed arbitration" if t.passed_arbitration else ""]
+    if t.overdue and not t.final:
+        extras.append(f"past its TTL {t.settings.ttl}: Koordinator fails it on its next look at the job (up to "
+                      f"{int(MAX_BACKOFF_SECONDS)} s apart after failed evictions) and deletes it "
+                      f"{format_duration(SCAVENGE_AFTER_TTL_SECONDS)} after the TTL")
+    return "; ".join([line, *(x for x in extras if x)])
 
 
 def final_outcome(t: JobTrack, interrupted: bool) -> tuple[str, str]:
@@ -223,6 +262,7 @@ def job_doc(t: JobTrack, r: EvictionResult) -> dict[str, Any]:
     p = t.candidate.pod
     return {"name": t.name, "namespace": p.namespace, "pod": p.name, "uid": p.uid, "mode": t.settings.mode,
             "ttl": t.settings.ttl, "phase": t.phase, "reason": t.reason, "message": t.message,
+            "status": t.status, "condition": t.condition, "passedArbitration": t.passed_arbitration,
             "deleted": t.deleted, "phases": list(dict.fromkeys(t.history)), "result": r.outcome,
             "duration": duration_text(t.created, r.finished)}
 
@@ -419,23 +459,35 @@ class MigrationEvictor:
         self._follower.listed.wait(FOLLOW_START_SECONDS)  # without it the first job's early phases may be missed
 
     def wait_seconds(self) -> float:
-        """--timeout, else until the longest TTL has passed (the controller then fails the job with Timeout)."""
+        """--timeout, else until the controller's scavenger has deleted any job still open: by then each job has
+        its verdict (its TTL is checked only on the controller's next look, which may come long after it)."""
         if self.timeout is not None:
             return self.timeout
         ttls = [t.settings.ttl_seconds for t in self.tracks.values()]
-        if not ttls or min(ttls) == 0:
-            return NO_TTL_WAIT_SECONDS
-        return max(ttls) + TTL_GRACE_SECONDS
+        longest = NO_TTL_SCAVENGE_SECONDS if not ttls or min(ttls) == 0 else max(ttls) + SCAVENGE_AFTER_TTL_SECONDS
+        return longest + SCAVENGE_PERIOD_SECONDS + WAIT_MARGIN_SECONDS
 
     def open_jobs(self) -> list[JobTrack]:
         with self._lock:
             return [t for t in self.tracks.values() if not t.final]
+
+    def _note_overdue(self) -> None:
+        """Say once per job when it passes its TTL unended: the wait goes on until the controller decides."""
+        due = now()
+        for t in self.open_jobs():
+            ttl = t.settings.ttl_seconds
+            if ttl and not t.overdue and (due - t.created).total_seconds() > ttl:
+                with self._lock:
+                    t.overdue = True
+                if self.on_phase:
+                    self.on_phase(t)
 
     def settle(self, results: list[EvictionResult], stop: threading.Event) -> list[EvictionResult]:
         if self.wait and self.tracks:
             deadline = self.clock() + self.wait_seconds()
             try:
                 while self.open_jobs() and not stop.is_set() and self.clock() < deadline:
+                    self._note_overdue()
                     stop.wait(0.1)
             except KeyboardInterrupt:
                 stop.set()

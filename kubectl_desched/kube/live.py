@@ -237,6 +237,40 @@ EXTRA_KINDS = {
     "NodeMetrics": "/apis/metrics.k8s.io/v1beta1/nodes",
     "PodMetrics": "/apis/metrics.k8s.io/v1beta1/pods",
     "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
+    # Koordinator's MigrationController checks (plugins/koordarbitration.py): owners and live jobs.
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+    "Deployment": "/apis/apps/v1/deployments",
+    "StatefulSet": "/apis/apps/v1/statefulsets",
+    "ReplicationController": "/api/v1/replicationcontrollers",
+    "PodMigrationJob": "/apis/scheduling.koordinator.sh/v1alpha1/podmigrationjobs",
+}
+
+# Kinds a plugin uses when it can have them: a snapshot may leave them out (the plugin then says what it could not
+# check), a live read that may not list them (403) warns and goes on, and an unserved API (404) means none exist.
+OPTIONAL_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "ReplicationController", "PodMigrationJob"})
+
+
+def _slim_workload(o: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the MigrationController checks read of an owner; a ReplicaSet's pod template is most of its size."""
+    meta, spec = o.get("metadata") or {}, o.get("spec") or {}
+    return {"kind": o.get("kind"),
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences",
+                                              "deletionTimestamp") if k in meta},
+            "spec": {k: spec[k] for k in ("replicas", "selector") if k in spec}}
+
+
+def _slim_job(o: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "uid", "creationTimestamp") if k in meta},
+            "spec": {k: spec[k] for k in ("podRef", "mode") if k in spec},
+            "status": {k: status[k] for k in ("phase",) if k in status}}
+
+
+# A LIST's items carry no kind: each slim form puts it back where the plugin needs it.
+_SLIM: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    **{kind: (lambda o, kind=kind: _slim_workload({**o, "kind": kind}))
+       for kind in ("ReplicaSet", "Deployment", "StatefulSet", "ReplicationController")},
+    "PodMigrationJob": _slim_job,
 }
 
 # Kinds served by add-ons: when the API is missing, say which add-on, and stop (never fall back to requests).
@@ -247,14 +281,25 @@ ADDON_APIS = {
 }
 
 
-def _read_extra(conn: Connection, kind: str) -> list[Any]:
+def _read_extra(conn: Connection, kind: str, warn: Callable[[str], None] = lambda _m: None) -> list[Any] | None:
+    """The kind's objects; None for an optional kind that may not be listed (left out of the state)."""
     try:
-        return _read_all(conn, EXTRA_KINDS[kind], lambda o: o, label=kind)
+        return _read_all(conn, EXTRA_KINDS[kind], _SLIM.get(kind, lambda o: o), label=kind)
     except ApiException as e:
         # 404: group not served; 503: an aggregated API registered but its server is down.
         if kind in ADDON_APIS and e.status in (404, 503):
             raise DeschedError(f"{ADDON_APIS[kind]} ({e.status} on {EXTRA_KINDS[kind]})") from None
+        if kind in OPTIONAL_KINDS and e.status == 404:
+            return []
+        if kind in OPTIONAL_KINDS and e.status == 403:
+            warn(f"cannot list {kind} objects ({api_message(e)}); the checks that need them are left out")
+            return None
         raise
+
+
+def _read_extras(conn: Connection, kinds: set[str] | frozenset[str], warn: Callable[[str], None]) -> dict[str, Any]:
+    found = {kind: _read_extra(conn, kind, warn) for kind in sorted(kinds)}
+    return {kind: objs for kind, objs in found.items() if objs is not None}
 
 
 @cycle_collector_paused()
@@ -278,7 +323,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)
-        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
+        extra = _read_extras(conn, kinds, warn)
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
@@ -318,7 +363,7 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
                 return None
             raise
         pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
-        extra = {kind: _read_extra(conn, kind) for kind in sorted(kinds)}
+        extra = _read_extras(conn, kinds, warn)
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",

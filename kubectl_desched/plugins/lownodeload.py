@@ -496,7 +496,10 @@ class LowNodeLoad(BalancePlugin):
         space = _FirstFit([{r: d.ceiling(prod)[r] - d.used(prod)[r] for r in resources} for d in targets], resources)
         for src in sources:
             removable = []
-            for pod in src.prod_pods if prod else src.pods:
+            # Each pod that fits keeps its usage on its destination, so the order pods are looked at decides which
+            # fit when room is short. Koordinator's is its informer's (varying); ours is the API's list order
+            # (namespace, name), so a snapshot decides as the live cluster does, whatever order its file has.
+            for pod in sorted(src.prod_pods if prod else src.pods, key=lambda p: (p.namespace, p.name)):
                 why = self._pod_filter(pod) or (self._no_destination(pod, src, targets, space, prod)
                                                 if self.args.node_fit else None)
                 if why:

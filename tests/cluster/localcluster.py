@@ -506,13 +506,15 @@ class LocalCluster:
         annotations: Mapping[str, str] | None = None,
         tolerations: Sequence[Mapping[str, Any]] | None = None,
         phase: str = "Running",
+        owner_uid: str | None = None,
     ) -> dict[str, Any]:
         """Create a pod bound to ``node`` and give it the status a kubelet would report.
 
         ``priority`` is a PriorityClass name, or an int (a matching PriorityClass is created, as
         the Priority admission plugin rejects a bare spec.priority). ``owner_kind=None`` makes a
         bare pod; otherwise a controller owner reference to ``owner_name`` (which need not exist)
-        is added. ``phase`` is Running, Pending, Succeeded or Failed.
+        is added, with ``owner_uid`` (an existing owner's) or a random one. ``phase`` is Running, Pending, Succeeded
+        or Failed.
         """
         metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
         if annotations:
@@ -524,7 +526,8 @@ class LocalCluster:
                     "kind": owner_kind,
                     "name": owner_name or f"{name}-{owner_kind.lower()}",
                     # one owner, one UID: pods given the same owner share it, as a controller's pods do
-                    "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{owner_kind}/{owner_name or name}")),
+                    "uid": owner_uid
+                    or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{owner_kind}/{owner_name or name}")),
                     "controller": True,
                 }
             ]
@@ -595,6 +598,15 @@ class LocalCluster:
             for c in pod["spec"]["containers"]
         ]
         return status
+
+    def create_replica_set(self, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+        """A ReplicaSet (no controller manager runs, so it makes no pods): Koordinator reads an owner's replicas."""
+        labels = {"replica-set": name}
+        return self._must("POST", f"/apis/apps/v1/namespaces/{namespace}/replicasets", {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}})
 
     def create_pdb(
         self,

@@ -65,3 +65,29 @@ def oracle_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
         yield local
     finally:
         local.stop()
+
+
+@pytest.fixture(scope="session")
+def koord_descheduler() -> Path:
+    """koord-descheduler (built or cached); skips the caller when it cannot be had."""
+    return built("build-koord-descheduler", "koord-descheduler")
+
+
+@pytest.fixture(scope="session")
+def koord_cluster(tmp_path_factory: pytest.TempPathFactory, koord_descheduler: Path) -> Iterator[LocalCluster]:
+    """A control plane of its own where the real koord-descheduler runs, with Koordinator's CRDs from its module:
+    it sees every node and every PodMigrationJob of the cluster, so no other test's objects may be there."""
+    from koordinator import install_koordinator
+
+    from tests.oracle.koord import crd_files
+
+    files, why = crd_files()
+    if files is None:
+        pytest.skip(why)
+    local = LocalCluster(build_binaries(), tmp_path_factory.mktemp("koord-cluster"))
+    try:
+        local.start()
+        install_koordinator(local)
+        yield local
+    finally:
+        local.stop()

@@ -1,9 +1,13 @@
-"""Koordinator's PodMigrationJob API on the test apiserver: our CRD, and a stand-in for the migration controller.
+"""Koordinator's APIs on the test apiserver, and a stand-in for the migration controller.
 
-Koordinator's migration controller cannot run here (it needs koord-scheduler, the Reservation API and kubelets),
-so FakeMigrationController plays its part on the real apiserver: it watches the jobs and writes the statuses
-the controller would, through the status subresource, evicting the pod through the Eviction API where the real
-controller would."""
+The CRDs are Koordinator's own, read from its Go module (config/crd/bases of
+github.com/koordinator-sh/koordinator@v1.8.0, via `go mod download`); where the module cannot be had, the
+hand-written stand-ins in tests/cluster/crds serve the tests that do not run Koordinator itself.
+
+FakeMigrationController plays the migration controller's part where the real one is not wanted (scripted phases,
+failures on demand): it watches the jobs and writes the statuses the controller would, through the status
+subresource, evicting the pod through the Eviction API where the real controller would. The real one runs in
+tests/integration/test_migration_jobs_koord.py (koord-descheduler built by tests/cluster/build-koord-descheduler)."""
 
 from __future__ import annotations
 
@@ -15,8 +19,19 @@ from typing import Any
 
 import yaml
 
-CRD_FILE = Path(__file__).resolve().parents[1] / "cluster" / "crds" / "podmigrationjobs.yaml"
+from tests.oracle.koord import crd_files
+
+CRD_DIR = Path(__file__).resolve().parents[1] / "cluster" / "crds"
 CRD_NAME = "podmigrationjobs.scheduling.koordinator.sh"
+FALLBACKS = {"scheduling.koordinator.sh_podmigrationjobs.yaml": CRD_DIR / "podmigrationjobs.yaml",
+             "slo.koordinator.sh_nodemetrics.yaml": CRD_DIR / "koordinator-nodemetric.yaml"}
+
+
+def crd_manifest(name: str) -> Path:
+    """Koordinator's CRD file `name` from its module, or the hand-written stand-in when the module cannot be had."""
+    files, _why = crd_files()
+    found = next((f for f in files or () if f.name == name), None)
+    return found or FALLBACKS[name]
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 GROUP_VERSION = "/apis/scheduling.koordinator.sh/v1alpha1"
 JOBS = f"{GROUP_VERSION}/podmigrationjobs"
@@ -35,20 +50,40 @@ def _until(check: Any, what: str, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
-def install_crd(cluster: Any) -> None:
-    """Create the CRD (if missing) and wait until it is Established and discovery serves it."""
-    r = cluster.request("POST", CRDS, yaml.safe_load(CRD_FILE.read_text()))
+def install_manifest(cluster: Any, manifest: Path) -> str:
+    """Create a CRD (if missing) and wait until it is Established; returns its name."""
+    crd = yaml.safe_load(manifest.read_text())
+    name = crd["metadata"]["name"]
+    r = cluster.request("POST", CRDS, crd)
     assert r.ok or r.status == 409, r.body
 
     def established() -> bool:
-        got = cluster.request("GET", f"{CRDS}/{CRD_NAME}")
+        got = cluster.request("GET", f"{CRDS}/{name}")
         conds = ((got.body or {}).get("status") or {}).get("conditions") or [] if got.ok else []
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
-    _until(established, "the PodMigrationJob CRD was not Established")
+    _until(established, f"the CRD {name} was not Established")
+    return name
+
+
+def install_crd(cluster: Any) -> None:
+    """The PodMigrationJob CRD, served and listable."""
+    install_manifest(cluster, crd_manifest("scheduling.koordinator.sh_podmigrationjobs.yaml"))
     _until(lambda: _served(cluster), "discovery did not serve podmigrationjobs")
     # Right after (re)creation the storage may still answer 429 "storage is (re)initializing".
     _until(lambda: cluster.request("GET", JOBS).ok, "podmigrationjobs could not be listed")
+
+
+def install_koordinator(cluster: Any) -> None:
+    """Every CRD koord-descheduler needs, from Koordinator's module (the caller made sure it can be had)."""
+    files, why = crd_files()
+    assert files is not None, why
+    for f in files:
+        install_manifest(cluster, f)
+    install_crd(cluster)
+    for path in ("/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
+                 "/apis/scheduling.koordinator.sh/v1alpha1/reservations"):
+        _until(lambda path=path: cluster.request("GET", path).ok, f"{path} could not be listed")
 
 
 def remove_crd(cluster: Any) -> None:

@@ -1,7 +1,8 @@
 """Actual usage against a real kube-apiserver: Koordinator's NodeMetric (LowNodeLoad) and metrics.k8s.io
-(LowNodeUtilization --use-metrics). Koordinator's CRD is installed as Koordinator would; metrics-server cannot
-run without kubelets, so its API's paths and shapes are served by CRDs (tests/cluster/crds/metrics-k8s-io.yaml).
-Before they are installed, both commands must stop with one line naming what is missing."""
+(LowNodeUtilization --use-metrics). Koordinator's own CRD is installed (from its Go module when it can be had);
+metrics-server cannot run without kubelets, so its API's paths and shapes are served by CRDs
+(tests/cluster/crds/metrics-k8s-io.yaml). Before they are installed, both commands must stop with one line naming
+what is missing."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from desched import as_json, desched
+from koordinator import crd_manifest
 from localcluster import now_rfc3339
 
 pytestmark = pytest.mark.integration
@@ -43,8 +45,8 @@ def before_and_after(cluster: Any) -> dict[str, subprocess.CompletedProcess[str]
         "LowNodeLoad": desched(kc, "balance", "--plugin", "LowNodeLoad", "-A", "--dry-run=client"),
         "use-metrics": desched(kc, "balance", "--use-metrics", "-A", "--dry-run=client"),
     }
-    for manifest in ("koordinator-nodemetric.yaml", "metrics-k8s-io.yaml"):
-        applied = cluster.kubectl("apply", "-f", str(CRDS / manifest))
+    for manifest in (crd_manifest("slo.koordinator.sh_nodemetrics.yaml"), CRDS / "metrics-k8s-io.yaml"):
+        applied = cluster.kubectl("apply", "--server-side", "-f", str(manifest))
         assert applied.returncode == 0, applied.stderr
     _wait(cluster, (NODEMETRICS, METRICS_NODES, METRICS_PODS), served=True)
     return answers

@@ -26,8 +26,15 @@ from typing import Any
 import yaml
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
-# The order the API server needs: a pod's namespace and PriorityClass must exist before the pod.
-CREATE_ORDER = ("Namespace", "PriorityClass", "Node", "PodDisruptionBudget", "PersistentVolumeClaim", "Pod")
+# Koordinator's cases, proven against koord-descheduler (tests/oracle/koord.py): the same layout, with a
+# DeschedulerConfiguration as policy.yaml, NodeMetrics for the load, and owners and PodMigrationJobs where the
+# MigrationController's checks need them.
+KOORD_CASES_DIR = Path(__file__).resolve().parent / "koord-cases"
+# The order the API server needs: a pod's namespace and PriorityClass must exist before the pod, an owner before
+# the objects that name its UID, a pod before the PodMigrationJob that names its UID.
+CREATE_ORDER = ("Namespace", "PriorityClass", "Node", "PodDisruptionBudget", "PersistentVolumeClaim", "Deployment",
+                "ReplicaSet", "StatefulSet", "Pod", "NodeMetric", "PodMigrationJob")
+NAMESPACED = ("Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "Deployment", "ReplicaSet", "StatefulSet")
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,12 @@ def load_case(path: Path) -> Case:
                 str(expected.get("difference") or ""))
 
 
-def all_cases() -> list[Case]:
-    return [load_case(p) for p in sorted(CASES_DIR.iterdir()) if (p / "cluster.yaml").exists()]
+def all_cases(directory: Path = CASES_DIR) -> list[Case]:
+    return [load_case(p) for p in sorted(directory.iterdir()) if (p / "cluster.yaml").exists()]
+
+
+def koord_cases() -> list[Case]:
+    return all_cases(KOORD_CASES_DIR)
 
 
 def _stamp(moment: datetime) -> str:
@@ -100,7 +111,9 @@ def as_snapshot(case: Case, now: datetime | None = None) -> dict[str, Any]:
 
     Adds what the API server sets: metadata.uid, metadata.creationTimestamp (a few seconds ago, as in the
     integration test, which runs the tools right after creating the objects), spec.priority resolved from
-    spec.priorityClassName (the Priority admission plugin), node capacity defaulting to allocatable.
+    spec.priorityClassName (the Priority admission plugin), node capacity defaulting to allocatable; and what the
+    harness writes: a NodeMetric's status.updateTime (when it was created). A uid the case gives an object (which
+    other objects' ownerReferences or podRefs name) is kept: the harness maps it to the real one.
     """
     now = now or datetime.now(UTC)
     created = _stamp(now - timedelta(seconds=5))
@@ -119,7 +132,10 @@ def as_snapshot(case: Case, now: datetime | None = None) -> dict[str, Any]:
                     raise ValueError(f"{case.name}: pod {meta['name']}: spec.priority {spec['priority']} "
                                      f"disagrees with PriorityClass {name} ({classes[name]})")
                 spec["priority"] = classes[name]
+        if obj["kind"] in NAMESPACED:
             meta.setdefault("namespace", "default")
+        if obj["kind"] == "NodeMetric":
+            obj.setdefault("status", {}).setdefault("updateTime", created)
         if obj["kind"] == "Node":
             status = obj.setdefault("status", {})
             status.setdefault("capacity", dict(status.get("allocatable") or {}))

@@ -8,6 +8,7 @@ the pod as a structured value; with --logging-format=json each log entry is one 
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import threading
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.oracle.cases import Case
+from tests.oracle.cases import NAMESPACED, Case
 
 DRY_RUN_EVICTION = "Evicted pod in dry run mode"
 CYCLE_START = "Resetting pod evictor counters"  # verbosity 3
@@ -35,8 +36,13 @@ _PATHS = {
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "Pod": "/api/v1/namespaces/{ns}/pods",
+    # Koordinator's cases (tests/oracle/koord-cases)
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
+    "PodMigrationJob": "/apis/scheduling.koordinator.sh/v1alpha1/podmigrationjobs",
 }
-NAMESPACED = ("Pod", "PodDisruptionBudget", "PersistentVolumeClaim")
 
 
 class OracleError(AssertionError):
@@ -63,27 +69,42 @@ def _must(cluster: Any, method: str, path: str, body: Any = None, **kw: Any) -> 
 
 def create_objects(cluster: Any, case: Case) -> list[Created]:
     """Create the case's objects in order; status goes through the status subresource, as a kubelet or
-    controller would write it (the API server ignores status on create for pods and PDBs)."""
+    controller would write it (the API server ignores status on create for pods and PDBs). A uid the case gives
+    an object stands for the one the server assigns, in the ownerReferences and podRefs of the objects after it."""
     created: list[Created] = []
+    uids: dict[str, str] = {}
     try:
         for obj in case.objects:
-            _create(cluster, obj, created)
+            _create(cluster, _with_uids(obj, uids), created, uids)
     except BaseException:
         delete_objects(cluster, created)  # the next case must find a clean cluster
         raise
     return created
 
 
-def _create(cluster: Any, obj: dict[str, Any], created: list[Created]) -> None:
+def _with_uids(obj: dict[str, Any], uids: dict[str, str]) -> dict[str, Any]:
+    obj = copy.deepcopy(obj)
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        ref["uid"] = uids.get(ref.get("uid", ""), ref.get("uid", ""))
+    pod_ref = (obj.get("spec") or {}).get("podRef")
+    if pod_ref and pod_ref.get("uid"):
+        pod_ref["uid"] = uids.get(pod_ref["uid"], pod_ref["uid"])
+    return obj
+
+
+def _create(cluster: Any, obj: dict[str, Any], created: list[Created], uids: dict[str, str]) -> None:
     kind, meta = obj["kind"], obj["metadata"]
     ns = meta.get("namespace", "default") if kind in NAMESPACED else ""
     base = _PATHS[kind].format(ns=ns)
     body = {k: v for k, v in obj.items() if k != "status"}
+    body["metadata"] = {k: v for k, v in meta.items() if k != "uid"}
     if kind == "Node":
         body["status"] = dict(obj.get("status") or {})
         body["status"].setdefault("capacity", dict(body["status"].get("allocatable") or {}))
     made = _must(cluster, "POST", base, body)
     created.append(Created(kind, ns, meta["name"]))
+    if meta.get("uid"):
+        uids[meta["uid"]] = made["metadata"]["uid"]
     status = obj.get("status")
     if kind == "Node":
         made["status"] = body["status"]
@@ -91,6 +112,10 @@ def _create(cluster: Any, obj: dict[str, Any], created: list[Created]) -> None:
         made["status"] = {**(status or {}), "observedGeneration": made["metadata"]["generation"]}
     elif kind == "Pod" and status:
         made["status"] = {**(made.get("status") or {}), **status}  # keeps the qosClass the server computed
+    elif kind == "NodeMetric":  # reported now, as koordlet would
+        made["status"] = {**(status or {}), "updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    elif kind == "PodMigrationJob" and status:
+        made["status"] = status
     else:
         return
     _must(cluster, "PUT", f"{base}/{meta['name']}/status", made)

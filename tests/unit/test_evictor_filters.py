@@ -364,7 +364,9 @@ def test_required_kinds_by_default_is_empty() -> None:
 
 
 def _mc_verdict(args: dict[str, Any], raw_pod: dict[str, Any]) -> str | None:
+    """EvictDirectly: in the default ReservationFirst mode only koord-scheduler's pods may go (tested apart)."""
     state = _state([b.node("n1"), b.node("n2"), raw_pod])
+    args = {"defaultJobMode": "EvictDirectly", **args}
     mc = MigrationController(decode_args(MigrationControllerArgs, args, ""), _handle(state, "MigrationController"))
     pod = state.find_pod(raw_pod["metadata"]["namespace"], raw_pod["metadata"]["name"])
     assert pod is not None

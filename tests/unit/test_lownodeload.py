@@ -479,3 +479,18 @@ def test_first_fit_finds_what_a_scan_of_every_destination_finds() -> None:
                 tree.take(got, need)
                 for r in need:
                     scan[got][r] -= need[r]
+
+
+def test_which_pods_fit_short_room_does_not_depend_on_the_order_of_the_source() -> None:
+    """Pods that fit a destination keep their usage there, so with room for two pods the order pods are looked at
+    decides which may move. Ours is namespace/name, the order the API lists them: a snapshot listing them otherwise
+    gives the same candidates as the live cluster."""
+    hot = [b.pod(f"p{i}", "n1", "400m", priority=i) for i in (1, 2, 3, 4)]
+    objs = [node("n1"), node("n2", 10), *hot, b.pod("p9", "n2", "400m")]
+    metrics = metrics_for(objs, system={"n1": {"cpu": "1800m"}, "n2": {"cpu": "600m"}})
+    args = {"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 45}, "anomalyCondition": {
+        "consecutiveAbnormalities": 1}}
+    # n1: 1800m + 1600m = 85%; n2: 1000m of its 1800m limit: room for two 400m pods.
+    listed = evicted(plan_for(objs, args, metrics=metrics))
+    reversed_ = evicted(plan_for([*objs[:2], *reversed(objs[2:])], args, metrics=metrics))
+    assert listed == reversed_ == ["p1", "p2"]

@@ -22,6 +22,7 @@ from kubectl_desched.evictors.migration import (
     final_outcome,
     generate_name,
     job_body,
+    job_detail,
     job_status,
     phase_line,
     profile_settings,
@@ -176,13 +177,15 @@ def _evictor(**kw: Any) -> MigrationEvictor:
     return MigrationEvictor(None, {"": JobSettings()}, **kw)  # type: ignore[arg-type]  # no API calls below
 
 
-def test_waiting_defaults_to_the_ttl_plus_a_minute() -> None:
+def test_waiting_lasts_until_the_controller_has_decided_or_deleted_the_job() -> None:
+    """The controller checks a TTL only on its next look at the job (after failed evictions up to 1000 s apart),
+    and its scavenger (every minute) deletes jobs 5 minutes past their TTL, or 30 minutes old without one."""
     ev = _evictor()
     ev.tracks = {1: JobTrack(_candidate(), "a", JobSettings(ttl_seconds=300), T0),
                  2: JobTrack(_candidate(), "b", JobSettings(ttl_seconds=600), T0)}
-    assert ev.wait_seconds() == 660
+    assert ev.wait_seconds() == 600 + 300 + 60 + 15
     ev.tracks[3] = JobTrack(_candidate(), "c", JobSettings(ttl_seconds=0), T0)
-    assert ev.wait_seconds() == 1800  # no TTL: Koordinator scavenges such jobs after 30 minutes
+    assert ev.wait_seconds() == 1800 + 60 + 15
     assert _evictor(timeout=4).wait_seconds() == 4
     assert not _evictor(server_dry_run=True).wait  # a dry-run job does not exist
 
@@ -228,3 +231,45 @@ def test_bad_migration_mode_is_a_usage_error() -> None:
 def test_eviction_pacing_flags_do_not_combine_with_the_migration_evictor(flag: str) -> None:
     result = CliRunner().invoke(cli, ["balance", "--evictor", "migration", flag], standalone_mode=False)
     assert f"{flag} does not apply with --evictor migration" in str(result.exception)
+
+
+def _real_job(phase: str, status: str = "", conditions: list[dict[str, str]] | None = None,
+              passed: bool = False) -> dict[str, Any]:
+    job = _job("web-1-abcde", "web-1", "u-1", phase)
+    job["status"].update({"status": status, "conditions": conditions or []})
+    if passed:
+        job["metadata"]["annotations"] = {"descheduler.koordinator.sh/passed-arbitration": "true"}
+    return job
+
+
+def test_live_lines_say_why_a_running_job_waits() -> None:
+    """What the real controller writes: ReservationFirst stays Running while status.status says where it is; a job
+    evicting or held by a PDB has only a condition; the arbitration marks the jobs it let through."""
+    t = JobTrack(_candidate(), "web-1-abcde", JobSettings(), T0)
+    assert t.observe(_real_job("Pending", passed=True), T0)
+    assert phase_line(t) == "  shop/web-1: PodMigrationJob web-1-abcde Pending; passed arbitration"
+    reserved = _real_job("Running", "ReservationCreated", [
+        {"type": "ReservationCreated", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}], passed=True)
+    assert t.observe(reserved, T0)
+    assert phase_line(t) == ("  shop/web-1: PodMigrationJob web-1-abcde Running; status ReservationCreated; "
+                             "condition ReservationCreated=True; passed arbitration")
+    evicting = _real_job("Running", "ReservationCreated", [
+        {"type": "ReservationCreated", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+        {"type": "Eviction", "status": "False", "reason": "Evicting", "lastTransitionTime": "2026-01-01T00:00:01Z"}],
+        passed=True)
+    assert t.observe(evicting, T0) and not t.observe(evicting, T0)
+    assert "; condition Eviction=False Evicting;" in phase_line(t)  # same second: the later entry
+    assert job_detail(_job("x", "y")) == ("", "", False)
+
+
+def test_a_job_past_its_ttl_is_waited_for_and_said_so_once() -> None:
+    seen: list[str] = []
+    ev = _evictor(on_phase=lambda t: seen.append(phase_line(t)))
+    started = datetime.now(UTC) - timedelta(seconds=100)
+    late = JobTrack(_candidate("a"), "a-1", JobSettings(ttl_seconds=90), started, phase="Running")
+    young = JobTrack(_candidate("b"), "b-1", JobSettings(ttl_seconds=300), started, phase="Running")
+    ev.tracks = {1: late, 2: young}
+    ev._note_overdue()
+    ev._note_overdue()
+    assert seen == ["  shop/a: PodMigrationJob a-1 Running; past its TTL 1m30s: Koordinator fails it on its next "
+                    "look at the job (up to 1000 s apart after failed evictions) and deletes it 5m0s after the TTL"]

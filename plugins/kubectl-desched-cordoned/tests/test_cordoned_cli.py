@@ -153,7 +153,10 @@ def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path
 def test_koordinator_configuration_runs_it_too(snapshot: str, tmp_path: Path) -> None:
     policy = _policy(tmp_path, {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
-        "profiles": [{"name": "koord", "pluginConfig": [{"name": PLUGIN, "args": {"includeTolerating": False}}],
+        # EvictDirectly: Koordinator's default ReservationFirst only moves koord-scheduler's pods.
+        "profiles": [{"name": "koord", "pluginConfig": [{"name": PLUGIN, "args": {"includeTolerating": False}},
+                                                        {"name": "MigrationController",
+                                                         "args": {"defaultJobMode": "EvictDirectly"}}],
                       "plugins": {"deschedule": {"enabled": [{"name": PLUGIN}]}}}]})
     got = candidates(desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json"))
     assert [p for p, _, _ in got] == ["web-2", "web-1", "db-0"]
