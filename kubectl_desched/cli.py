@@ -16,6 +16,7 @@ from kubectl_desched import __version__, app
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
+from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
@@ -576,6 +577,10 @@ def main() -> None:
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: nothing further was evicted", err=True)
-        sys.exit(130)
+        sys.exit(app.EXIT_INTERRUPTED)
+    except Interrupted as e:  # Ctrl-C, SIGTERM or SIGHUP while planning or at the prompt: 128+N
+        said = "interrupted" if e.name == "Ctrl-C" else f"interrupted by {e.name}"
+        click.echo(f"\n{said}: nothing further was evicted", err=True)
+        sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)
