@@ -60,13 +60,32 @@ def _short(e: object) -> str:
     return text.splitlines()[0][:200] if text else type(e).__name__
 
 
+class UnreadableAnswer(urllib3.exceptions.HTTPError):
+    """A 2xx answer whose body is not the JSON it should be (HTML from a proxy, cut short). An HTTPError like a
+    dropped connection, because that is what it means for a write: it may have been applied, nobody can tell."""
+
+    def __init__(self, method: str, path: str, data: bytes, error: ValueError) -> None:
+        self.method, self.path = method, path
+        if data.lstrip()[:1] == b"<":
+            what = "HTML, not JSON"
+        elif isinstance(error, json.JSONDecodeError) and (error.msg.startswith("Unterminated")
+                                                          or error.pos >= len(error.doc.rstrip())):
+            what = "cut short"
+        else:
+            what = "not JSON"
+        super().__init__(f"the server's answer could not be read ({what}, {len(data)} bytes)")
+
+
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                  body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
-    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException.
-    `timeout` replaces the connection's (--request-timeout) for this call."""
+    JSON. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException; a 2xx whose body
+    cannot be decoded raises UnreadableAnswer. `timeout` replaces the connection's (--request-timeout)."""
     data = request_raw(conn, method, path, query=query, body=body, timeout=timeout)
-    return json.loads(data) if data else None
+    try:
+        return json.loads(data) if data else None
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike
+        raise UnreadableAnswer(method, path, data, e) from None
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
