@@ -231,9 +231,11 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
         except (KeyboardInterrupt, Interrupted) as e:
             if report:
                 by = e.name if isinstance(e, Interrupted) else "Ctrl-C"
-                acted = report.doc["summary"] is not None
-                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if acted
+                summary = report.doc["summary"]
+                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if summary
                                                                  else "before any eviction was sent")
+                if summary:  # the exit code the process will really have
+                    summary["exitCode"] = e.exit_code if isinstance(e, Interrupted) else EXIT_INTERRUPTED
             raise
         finally:
             if report:
@@ -296,16 +298,17 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
             raise
         if report:
             report.confirmation("--yes" if opts.yes else "interactive", answer, chosen)
-        outcome = runner.run(chosen)
-        results = outcome.results
-        if any(not r.ok for r in results):
-            code = 1
-        by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
-        if outcome.interrupted:
-            code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else EXIT_INTERRUPTED
-        if report:
-            report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
-                             interrupted_by=by if outcome.interrupted else None)
+        with interrupts.deferred():  # a signal just before or after acting must not cut the record short
+            outcome = runner.run(chosen)
+            results = outcome.results
+            if any(not r.ok for r in results):
+                code = 1
+            by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
+            if outcome.interrupted:
+                code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else EXIT_INTERRUPTED
+            if report:
+                report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
+                                 interrupted_by=by if outcome.interrupted else None)
         if not structured:
             click.echo("")
             click.echo(_results_table(runner.evictor, results, paint))

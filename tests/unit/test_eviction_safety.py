@@ -644,3 +644,26 @@ def test_second_signal_abandons_what_is_in_flight_and_says_which() -> None:
     release.set()
     assert [r.outcome for r in out.results] == ["unknown", "interrupted"]
     assert out.results[0].message.startswith("abandoned by a second SIGTERM while the eviction was in flight")
+
+
+def test_a_signal_right_after_acting_still_records_what_was_done(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    """Between the runner's return and the report's evictions no signal may make the report claim that
+    nothing was sent."""
+    fake_cluster(["web-0"])
+    real_run = Runner.run
+
+    def then_sigterm(self: Runner, candidates: Any) -> Any:
+        out = real_run(self, candidates)
+        os.kill(os.getpid(), signal.SIGTERM)  # lands after the runner restored the outer handlers
+        time.sleep(0.1)
+        return out
+    monkeypatch.setattr(Runner, "run", then_sigterm)
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli(monkeypatch, capsys, "--yes", "--report", str(report))
+    assert code == 143, err
+    doc = json.loads(report.read_text())
+    assert doc["evictions"][0]["result"] == "evicted"
+    assert doc["error"] == "interrupted by SIGTERM after acting (see evictions)"
+    assert doc["summary"]["exitCode"] == 143
