@@ -11,7 +11,7 @@ from typing import Any
 import click
 import yaml
 
-from kubectl_desched import __version__
+from kubectl_desched import __version__, interrupts
 from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult, Evictor
@@ -23,6 +23,7 @@ from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
+from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube.access import AccessCheckUnavailable
 from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
 from kubectl_desched.kube.live import OPTIONAL_KINDS, read_cluster, read_node
@@ -45,7 +46,7 @@ from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 
 EXIT_NOT_CONFIRMED = 3
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129): see interrupts.py
 
 
 def warn(message: str) -> None:
@@ -225,21 +226,29 @@ def _mode(opts: Options, loaded: Loaded) -> str:
 
 def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> int:
     """The balance / deschedule / run commands. Returns the exit code. With --report the record is written
-    whatever happens after the path was checked (success, error, refusal, Ctrl-C)."""
+    whatever happens after the path was checked (success, error, refusal, Ctrl-C, SIGTERM, SIGHUP): SIGTERM and
+    SIGHUP raise Interrupted as Ctrl-C does instead of killing the process unrecorded."""
     report = Report(opts.report) if opts.report else None
-    try:
-        code = _plan_and_act(opts, policy, point, report)
-    except DeschedError as e:
-        if report:
-            report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
-        raise
-    except KeyboardInterrupt:
-        if report:
-            report.doc["error"] = "interrupted before any eviction was sent"
-        raise
-    finally:
-        if report:
-            _write_report(report)
+    with interrupts.raising():
+        try:
+            code = _plan_and_act(opts, policy, point, report)
+        except DeschedError as e:
+            if report:
+                report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
+            raise
+        except (KeyboardInterrupt, Interrupted) as e:
+            if report:
+                by = e.name if isinstance(e, Interrupted) else "Ctrl-C"
+                summary = report.doc["summary"]
+                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if summary
+                                                                 else "before any eviction was sent")
+                if summary:  # the exit code the process will really have
+                    summary["exitCode"] = e.exit_code if isinstance(e, Interrupted) else EXIT_INTERRUPTED
+            raise
+        finally:
+            if report:
+                with interrupts.deferred():  # a signal now waits until the report is on disk
+                    _write_report(report)
     return code
 
 
@@ -292,20 +301,28 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                 _emit(document(plan, nodes, _meta(policy, loaded, mode)), opts.output)
             click.echo(str(e), err=True)
             return EXIT_NOT_CONFIRMED
+        except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
+            if report:
+                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [],
+                                              "refused": f"interrupted by {e.name} at the prompt"}
+            raise
         if report:
             report.confirmation("--yes" if opts.yes else "interactive", answer, chosen)
-        outcome = runner.run(chosen)
-        results = outcome.results
-        if any(not r.ok for r in results):
-            code = 1
-        if outcome.interrupted:
-            code = EXIT_INTERRUPTED
-        if report:
-            report.evictions(results, interrupted=outcome.interrupted, exit_code=code)
+        with interrupts.deferred():  # a signal just before or after acting must not cut the record short
+            outcome = runner.run(chosen)
+            results = outcome.results
+            if any(not r.ok for r in results):
+                code = 1
+            by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
+            if outcome.interrupted:
+                code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else EXIT_INTERRUPTED
+            if report:
+                report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
+                                 interrupted_by=by if outcome.interrupted else None)
         if not structured:
             click.echo("")
             click.echo(_results_table(runner.evictor, results, paint))
-        click.echo(_summary(results, outcome.interrupted), err=True)
+        click.echo(_summary(results, outcome.interrupted, by), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
@@ -390,14 +407,15 @@ def _live_line(r: EvictionResult) -> None:
                err=True)
 
 
-def _summary(results: list[EvictionResult], interrupted: bool = False) -> str:
+def _summary(results: list[EvictionResult], interrupted: bool = False, by: str | None = None) -> str:
     counts: dict[str, int] = {}
     for r in results:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     line = f"{len(results)} confirmed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
     if interrupted:
         done = sum(1 for r in results if r.disruptive)
-        line = f"interrupted: {done} evicted or possibly evicted, {len(results) - done} not. " + line
+        said = "interrupted" if by in (None, "Ctrl-C") else f"interrupted by {by}"
+        line = f"{said}: {done} evicted or possibly evicted, {len(results) - done} not. " + line
     return line
 
 

@@ -18,6 +18,7 @@ from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
+from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.plugins import full_registry
@@ -678,6 +679,10 @@ def main() -> None:
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: nothing further was evicted", err=True)
-        sys.exit(130)
+        sys.exit(app.EXIT_INTERRUPTED)
+    except Interrupted as e:  # Ctrl-C, SIGTERM or SIGHUP while planning or at the prompt: 128+N
+        said = "interrupted" if e.name == "Ctrl-C" else f"interrupted by {e.name}"
+        click.echo(f"\n{said}: nothing further was evicted", err=True)
+        sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)

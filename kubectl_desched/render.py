@@ -20,7 +20,8 @@ from kubectl_desched.sanitize import LINE_LIMIT, one_line
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
 _OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
-                  "gone": "yellow", "terminating": "yellow", "blocked": "yellow", "interrupted": "yellow"}
+                  "gone": "yellow", "terminating": "yellow", "conflict": "yellow", "blocked": "yellow",
+                  "interrupted": "yellow"}
 
 
 def color_enabled(stream: Any = None) -> bool:

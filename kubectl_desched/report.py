@@ -1,6 +1,6 @@
 """--report FILE: a JSON record of one run (what was planned, confirmed and done, with timestamps), written
-atomically at the end whatever happened: success, failure, refusal or Ctrl-C. The path is checked before
-anything else so a typo cannot surface only after pods were evicted."""
+atomically at the end whatever happened: success, failure, refusal, Ctrl-C, SIGTERM or SIGHUP. The path is
+checked before anything else so a typo cannot surface only after pods were evicted."""
 
 from __future__ import annotations
 
@@ -73,11 +73,15 @@ def policy_doc(policy: Policy) -> dict[str, Any]:
     }
 
 
-def summary_doc(results: list[EvictionResult], *, interrupted: bool, exit_code: int) -> dict[str, Any]:
+def summary_doc(results: list[EvictionResult], *, interrupted: bool, exit_code: int,
+                interrupted_by: str | None = None) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for r in results:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    return {"confirmed": len(results), "results": counts, "interrupted": interrupted, "exitCode": exit_code}
+    doc = {"confirmed": len(results), "results": counts, "interrupted": interrupted, "exitCode": exit_code}
+    if interrupted_by:  # Ctrl-C, SIGTERM or SIGHUP: only when interrupted, so other runs' summaries keep their shape
+        doc["interruptedBy"] = interrupted_by
+    return doc
 
 
 class Report:
@@ -101,9 +105,11 @@ class Report:
         self.doc["confirmation"] = {"how": how, "answer": answer, "at": timestamp(now()),
                                     "chosen": [f"{c.pod.namespace}/{c.pod.name}" for c in chosen]}
 
-    def evictions(self, results: list[EvictionResult], *, interrupted: bool, exit_code: int) -> None:
+    def evictions(self, results: list[EvictionResult], *, interrupted: bool, exit_code: int,
+                  interrupted_by: str | None = None) -> None:
         self.doc["evictions"] = [result_doc(r) for r in results]
-        self.doc["summary"] = summary_doc(results, interrupted=interrupted, exit_code=exit_code)
+        self.doc["summary"] = summary_doc(results, interrupted=interrupted, exit_code=exit_code,
+                                          interrupted_by=interrupted_by)
 
     def write(self) -> None:
         self.doc["finishedAt"] = timestamp(now())

@@ -19,6 +19,10 @@ from kubectl_desched.framework.plan import Candidate
 OK_OUTCOMES = frozenset({
     "evicted", "would evict",  # Eviction API
     "gone", "terminating",     # the pod was already gone or going when we looked: nothing left to do
+    # 409: another hand (a second operator, a controller) evicted or deleted it between our re-read and our
+    # request, and a re-read shows it going. The same race lost by a few ms more reads "terminating": the exit
+    # code must not depend on which side of the re-read the other request landed.
+    "conflict",
     "created", "succeeded",    # PodMigrationJob created (--no-wait) / ended Succeeded
     "would create",            # PodMigrationJob accepted by a server dry run
 })
@@ -26,6 +30,18 @@ OK_OUTCOMES = frozenset({
 # Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
 DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded",
                                  "timed out", "unfinished"})  # a PodMigrationJob still running may yet evict
+
+
+class Stop(threading.Event):
+    """Set when the user interrupts the run; `by` names how (Ctrl-C, SIGTERM, SIGHUP) for the results' words."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by = "Ctrl-C"
+
+
+def stopped_by(stop: threading.Event) -> str:
+    return getattr(stop, "by", "Ctrl-C")
 
 
 def now() -> datetime:
@@ -69,8 +85,9 @@ class Evictor(Protocol):
 
     def evict(self, candidate: Candidate, stop: threading.Event) -> EvictionResult:
         """Act on one candidate and say what happened, with started/finished set. Runs in a worker thread,
-        several at once under --max-in-flight. `stop` is set on Ctrl-C: stop retrying or waiting and return
-        (outcome "interrupted" if nothing was sent). Never raises for API or network errors."""
+        several at once under --max-in-flight. `stop` is set on Ctrl-C, SIGTERM or SIGHUP (stopped_by(stop) says
+        which): stop retrying or waiting and return (outcome "interrupted" if nothing was sent). Never raises for
+        API or network errors."""
         ...
 
     def settle(self, results: list[EvictionResult], stop: threading.Event) -> list[EvictionResult]:

@@ -1,15 +1,23 @@
-"""Evict through the policy/v1 Eviction subresource. The API server enforces PodDisruptionBudgets (429),
-and a UID precondition makes sure a pod recreated under the same name is never evicted by mistake.
+"""Evict through the policy/v1 Eviction subresource. The API server enforces PodDisruptionBudgets (429).
 
-An eviction is not idempotent in effect: sent twice, the second one could hit a new pod that took the name,
-and after a lost response we cannot tell from the error whether the first one was applied. So the pod is
-re-read (GET) before every request and after every failure whose effect is unknown (5xx, timeout, dropped
-connection): a pod that is now terminating, gone or replaced is reported as "unknown" with what we saw, never
-evicted again; only a pod seen unchanged (same UID, not terminating) is sent the request again, still with
-the UID precondition. The client library never retries a POST that reached the server by itself."""
+Each Eviction is conditional on the exact pod that was re-read right before it: its deleteOptions carry
+preconditions on both the UID (a pod recreated under the same name is never evicted by mistake) and the
+resourceVersion. The API server accepts evicting a pod that is already terminating, so without the version a
+second operator (or a resend of ours) would evict the same pod again and both would report it evicted. With it,
+whoever comes second gets 409 Conflict, because setting deletionTimestamp changed the version.
+
+An eviction is not idempotent in effect, and after a lost answer we cannot tell from the error whether it was
+applied. So the pod is re-read (GET) before the first request and after every answer that does not settle it:
+a 5xx, a timeout, a dropped connection, a 2xx whose body cannot be read, a 409 and a 404. A pod that is now
+terminating, gone or replaced is never evicted again: after a lost answer it is "unknown" (maybe ours); after a
+409 with no earlier lost answer it is "conflict" (someone else's). Only a pod seen unchanged (same UID, not
+terminating) is sent the request again, with the resourceVersion of that latest re-read. The client library
+never retries a POST that reached the server by itself."""
+
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -20,15 +28,22 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_desched.evictors.base import EvictionResult, now
+from kubectl_desched.evictors.base import EvictionResult, now, stopped_by
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
+from kubectl_desched.kube.live import (
+    NotJSON,
+    api_message,
+    bounded_timeout,
+    describe_api_error,
+    request_json,
+)
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
 MAX_UNSURE_SENDS = 4  # sends of one eviction whose answer got lost, each after a re-read showed the pod unchanged
+MAX_CONFLICTS = 3  # 409s on a pod that a re-read then shows unchanged but for its version (a label, a status)
 
 Progress = Callable[[Candidate, str], None]
 
@@ -50,10 +65,13 @@ class Backoff:
 UNSURE_BACKOFF = Backoff(initial=0.25, cap=2.0)  # a 5xx or a cut connection is usually over in a moment
 
 
-def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | None) -> dict:
+def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | None,
+                  resource_version: str | None = None) -> dict:
+    """The Eviction, conditional on the planned UID and on the resourceVersion of the latest re-read."""
     delete_options: dict = {}
-    if c.pod.uid:
-        delete_options["preconditions"] = {"uid": c.pod.uid}
+    preconditions = {k: v for k, v in (("uid", c.pod.uid), ("resourceVersion", resource_version)) if v}
+    if preconditions:
+        delete_options["preconditions"] = preconditions
     if grace_period is not None:
         delete_options["gracePeriodSeconds"] = grace_period
     if server_dry_run:
@@ -68,6 +86,12 @@ def eviction_body(c: Candidate, *, server_dry_run: bool, grace_period: int | Non
         },
         "deleteOptions": delete_options,
     }
+
+
+def resource_version(pod: Mapping[str, Any] | None) -> str | None:
+    meta = (pod or {}).get("metadata") or {}
+    rv = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+    return rv if isinstance(rv, str) and rv else None
 
 
 def pod_changed(c: Candidate, current: Mapping[str, Any] | None) -> tuple[str, str] | None:
@@ -129,25 +153,30 @@ class EvictionApiEvictor:
             return EvictionResult(c, outcome, message, started=started, finished=now(), attempts=attempts)
 
         try:
-            verdict = pod_changed(c, self.read_pod(c))
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            current = self.read_pod(c)
+        except READ_ERRORS as e:
             return done("failed", f"not evicted: could not re-read the pod first: {self._describe(e, 'reading')}")
+        verdict = pod_changed(c, current)
         if verdict:
             return done(verdict[0], f"not evicted: {verdict[1]}")
+        version = resource_version(current)  # every send is conditional on the latest re-read
 
-        blocked_retries = unsure_sends = 0
-        last = ""
+        blocked_retries = unsure_sends = conflicts = 0
+        last = lost = ""  # the last refusal or error; the last answer that got lost
         while True:
             if stop.is_set():
-                return done("interrupted", "not evicted: stopped by Ctrl-C" + (f" while retrying ({last})" if last
-                                                                             else " before the request was sent"))
+                return done("interrupted", f"not evicted: stopped by {stopped_by(stop)}"
+                            + (f" while retrying ({last})" if last else " before the request was sent"))
             attempts += 1
             try:
-                request_json(self.conn, "POST", f"{self._path(c)}/eviction", body=self._body(c),
+                request_json(self.conn, "POST", f"{self._path(c)}/eviction", body=self._body(c, version),
                              query=[("dryRun", "All")] if self.server_dry_run else [], timeout=self.request_timeout)
             except ApiException as e:
                 if e.status == 429:
                     last = self._blocked_message(e)
+                    if self.server_dry_run:  # a preview answers at once with what the server said
+                        return done("blocked" if last.startswith("PodDisruptionBudget") else "failed",
+                                    f"{last} (server dry run: not retried)")
                     wait = self.backoff.delay(blocked_retries)
                     if self.clock() + wait > deadline:
                         tried = f"; gave up after {attempts} attempts (--timeout)" if attempts > 1 else ""
@@ -156,34 +185,75 @@ class EvictionApiEvictor:
                     self.progress(c, f"{last}; retry {blocked_retries} in {wait:.1f}s")
                     stop.wait(wait)
                     continue
+                if e.status in (404, 409):
+                    # A refusal: this request changed nothing. Whether the pod is gone (404) or was taken by
+                    # someone else (409) is for a re-read to say, not the status code: a 404 may come from a proxy.
+                    answer = f"{api_message(e)} ({e.status})"
+                    try:
+                        current = self.read_pod(c)
+                    except READ_ERRORS as err:
+                        why = f"the pod could not be re-read ({self._describe(err, 'reading')})"
+                        if unsure_sends:
+                            return done("unknown", f"{lost}; then {answer}; {why}: an earlier request may have "
+                                                   "been applied")
+                        return done("failed", f"not evicted: {answer}; {why}")
+                    verdict = pod_changed(c, current)
+                    if verdict and unsure_sends:
+                        return done("unknown", f"{lost}; then {answer}; re-read: {verdict[1]}: most likely "
+                                               "evicted by this run's earlier request")
+                    if verdict and e.status == 409 and verdict[0] in ("terminating", "gone"):
+                        return done("conflict", f"not evicted by this run: someone else evicted or deleted it "
+                                                f"first ({answer}); re-read: {verdict[1]}")
+                    if verdict:
+                        return done(verdict[0], f"not evicted: {verdict[1]} ({answer})")
+                    new_version = resource_version(current)
+                    if e.status == 404:
+                        return done("failed", f"not evicted: {answer}, yet a re-read shows the pod unchanged")
+                    conflicts += 1
+                    if new_version == version or conflicts > MAX_CONFLICTS:
+                        kept = "" if new_version == version else f" {conflicts} times, the pod kept changing"
+                        return done("failed", f"not evicted: {answer}{kept}")
+                    version = new_version
+                    self.progress(c, "changed since it was re-read (409 Conflict), not terminating: sending again "
+                                     "with its new version")
+                    continue
                 if e.status < 500:
                     return done(*self._classify(e, c.pod.namespace))
                 error = self._describe(e, "eviction")
-            except (urllib3.exceptions.HTTPError, OSError) as e:
+            except (urllib3.exceptions.HTTPError, OSError) as e:  # incl. NotJSON: a 2xx nobody can read
                 error = self._describe(e, "eviction")
             else:
                 if self.server_dry_run:
+                    if c.pdb_refusals:  # the server judged it alone; the plan counts the pods before it
+                        return done("blocked", f"{'; '.join(c.pdb_refusals)} (counting the pods planned before "
+                                               "it; the server dry run accepted it alone, as a dry run uses up "
+                                               "no budget)")
                     return done("would evict", "server dry run accepted")
                 return done("evicted", "eviction accepted")
             # The answer is lost or an error the server may have hit after applying it: look before resending.
             unsure_sends += 1
-            last = error
+            last = lost = error
             stop.wait(self.unsure_backoff.delay(unsure_sends - 1))
             try:
-                verdict = pod_changed(c, self.read_pod(c))
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                current = self.read_pod(c)
+            except READ_ERRORS as e:
                 return done("unknown", f"{error}; the pod could not be re-read ({self._describe(e, 'reading')}): "
                                        "the eviction may have been applied")
+            verdict = pod_changed(c, current)
             if verdict:
                 return done("unknown", f"{error}; re-read: {verdict[1]}: most likely evicted by this request")
             if unsure_sends >= MAX_UNSURE_SENDS or self.clock() > deadline:
                 return done("failed", f"{error}; sent {attempts} times, the pod is unchanged: not evicted")
+            version = resource_version(current)  # the resend must match the pod as it is now, not as first read
             self.progress(c, f"{error}; the pod is unchanged, sending again")
 
-    def _body(self, c: Candidate) -> dict:
-        return eviction_body(c, server_dry_run=self.server_dry_run, grace_period=self.grace_period)
+    def _body(self, c: Candidate, version: str | None) -> dict:
+        return eviction_body(c, server_dry_run=self.server_dry_run, grace_period=self.grace_period,
+                             resource_version=version)
 
     def _describe(self, e: Exception, what: str) -> str:
+        if isinstance(e, NotJSON):  # before ProtocolError, which it also is
+            return str(e)
         if isinstance(e, urllib3.exceptions.ProtocolError):
             return "the connection was closed before an answer came"
         text = str(describe_api_error(e, what, self.conn.server))
@@ -191,7 +261,7 @@ class EvictionApiEvictor:
 
     @staticmethod
     def _blocked_message(e: ApiException) -> str:
-        msg = api_message(e)
+        msg = server_words(e)
         if "disruption budget" in msg.lower():
             return f"PodDisruptionBudget: {msg}"
         return f"too many requests: {msg}"  # API priority and fairness: also worth a retry
@@ -199,12 +269,24 @@ class EvictionApiEvictor:
     @staticmethod
     def _classify(e: ApiException, namespace: str) -> tuple[str, str]:
         msg = api_message(e)
-        if e.status == 404:
-            return "gone", "the pod no longer exists"
-        if e.status == 409:
-            return "changed", f"pod was replaced or changed, not evicted ({msg})"
         if e.status == 403:
             return "forbidden", f"missing permission: create pods/eviction in namespace {namespace} ({msg})"
         if e.status == 401:
             return "failed", "unauthorized: credentials rejected"
         return "failed", f"{msg} ({e.status})"
+
+
+READ_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+def server_words(e: ApiException) -> str:
+    """The Status message and its causes: a PDB refusal names the budget only in its cause ("The disruption
+    budget web needs 2 healthy pods and has 2 currently")."""
+    words = api_message(e)
+    try:
+        body = json.loads(e.body or "")
+        causes = (body.get("details") or {}).get("causes") or [] if isinstance(body, dict) else []
+        extra = [str(x.get("message")) for x in causes if isinstance(x, dict) and x.get("message")]
+    except (ValueError, TypeError, AttributeError):
+        extra = []
+    return "; ".join([words, *extra])[:500]

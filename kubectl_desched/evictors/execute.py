@@ -1,14 +1,14 @@
 """Run confirmed evictions safely, whichever evictor acts: pacing (--max-in-flight, --interval, --wait-ready),
 Ctrl-C, events, and one result per confirmed candidate, in plan order, for the table and the report.
 
-Threads: each eviction runs in a daemon worker thread; this (main) thread only schedules and collects. SIGINT
-sets a flag instead of raising, so no bookkeeping is cut in half: the first Ctrl-C stops new evictions and
-waits for the ones in flight (an evictor stops retrying when told), a second abandons them."""
+Threads: each eviction runs in a daemon worker thread; this (main) thread only schedules and collects. SIGINT,
+SIGTERM and SIGHUP set a flag instead of raising (or killing), so no bookkeeping is cut in half and the report is
+still written: the first signal stops new evictions and waits for the ones in flight (an evictor stops retrying
+when told), a second abandons them."""
 
 from __future__ import annotations
 
 import queue
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,10 +18,11 @@ from types import FrameType
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_desched.evictors.base import EvictionResult, Evictor, now
+from kubectl_desched.evictors.base import EvictionResult, Evictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
 from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
 from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.interrupts import handling, signal_name
 from kubectl_desched.kube.access import missing_permissions
 
 POLL = 0.5  # seconds between readiness reads of an owner
@@ -40,6 +41,7 @@ class Outcome:
     results: list[EvictionResult]
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    signum: int | None = None  # the first signal that interrupted the run (SIGINT, SIGTERM, SIGHUP)
 
 
 Note = Callable[[str], None]
@@ -56,8 +58,9 @@ class Runner:
         self.on_result = on_result or (lambda _r: None)
         self.note = note or (lambda _m: None)
         self.clock = clock
-        self.stop = threading.Event()
-        self.presses = 0
+        self.stop = Stop()
+        self.presses = 0  # signals received (Ctrl-C, SIGTERM, SIGHUP alike)
+        self.signum: int | None = None
         self._inbox: queue.Queue[tuple[str, int, object]] = queue.Queue()
 
     # ------------------------------------------------------------------ before the prompt
@@ -75,18 +78,16 @@ class Runner:
     # ------------------------------------------------------------------ acting
 
     def run(self, candidates: Sequence[Candidate]) -> Outcome:
-        in_main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, self._on_sigint) if in_main else None
-        try:
+        with handling(self._on_signal):
             results = self._schedule(list(candidates))
             results = self.evictor.settle(results, self.stop)
-        finally:
-            if in_main:
-                signal.signal(signal.SIGINT, previous)
-        return Outcome(results, interrupted=self.presses > 0)
+        return Outcome(results, interrupted=self.presses > 0, signum=self.signum)
 
-    def _on_sigint(self, _sig: int, _frame: FrameType | None) -> None:
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.presses += 1  # no printing here: the main thread may be inside a write to stderr
+        if self.signum is None:
+            self.signum = signum
+            self.stop.by = signal_name(signum)
         self.stop.set()
 
     def _schedule(self, candidates: list[Candidate]) -> list[EvictionResult]:
@@ -105,19 +106,21 @@ class Runner:
             self.on_result(r)
 
         while pending or in_flight:
+            by = self.stop.by
             if self.presses > told:
                 told = self.presses
                 if told == 1:
-                    self.note(f"interrupted: no new evictions; waiting for {len(in_flight)} in flight to finish "
-                              "(Ctrl-C again to abandon them)" if in_flight else "interrupted: no new evictions")
+                    said = "interrupted" if by == "Ctrl-C" else f"interrupted by {by}"
+                    self.note(f"{said}: no new evictions; waiting for {len(in_flight)} in flight to finish "
+                              f"({by} again to abandon them)" if in_flight else f"{said}: no new evictions")
             if self.stop.is_set():
                 for i in pending:
-                    finish(i, EvictionResult(candidates[i], "interrupted", "not evicted: stopped by Ctrl-C before "
+                    finish(i, EvictionResult(candidates[i], "interrupted", f"not evicted: stopped by {by} before "
                                                                            "its turn"))
                 pending = []
                 if self.presses >= 2 or not in_flight:
                     for i in sorted(in_flight):
-                        finish(i, EvictionResult(candidates[i], "unknown", "abandoned by a second Ctrl-C while the "
+                        finish(i, EvictionResult(candidates[i], "unknown", f"abandoned by a second {by} while the "
                                                  "eviction was in flight: it may have been applied; check the pod",
                                                  finished=now()))
                     in_flight.clear()
@@ -236,7 +239,7 @@ class Runner:
                 shown = True
             self.stop.wait(min(POLL, max(deadline - self.clock(), 0.01)))
         if self.stop.is_set():
-            return "stopped by Ctrl-C while waiting for its owner"
+            return f"stopped by {self.stop.by} while waiting for its owner"
         state = f"{seen}" if seen else "status unreadable"
         if seen and before and seen.version == before.version:
             state += ", status unchanged since the eviction: is its controller running?"

@@ -31,6 +31,9 @@ class Candidate:
     reason: str
     profile: str
     warnings: list[str] = field(default_factory=list)
+    # The warnings that say a PodDisruptionBudget will refuse it, counting the candidates planned before it: a
+    # server dry run, which uses up no budget, must not call such a pod "would evict".
+    pdb_refusals: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -91,14 +94,15 @@ class EvictionPlan:
         return self.limits.per_node is not None and self._per_node[node] >= self.limits.per_node
 
     def add(self, pod: Pod, options: EvictOptions, profile: str) -> Candidate:
-        cand = Candidate(pod, options.plugin, options.reason, profile, self._pdb_warnings(pod))
+        refusals = self._pdb_refusals(pod)
+        cand = Candidate(pod, options.plugin, options.reason, profile, list(refusals), refusals)
         self.candidates.append(cand)
         self._per_node[pod.node_name] += 1
         self._per_ns[pod.namespace] += 1
         self.state.remove(pod)
         return cand
 
-    def _pdb_warnings(self, pod: Pod) -> list[str]:
+    def _pdb_refusals(self, pod: Pod) -> list[str]:
         """Evictions that the API will refuse (429) because a PDB has no budget left for them."""
         out = []
         for pdb in self.state.pdbs_for(pod):

@@ -14,6 +14,11 @@ A rule decides, per request, one of:
               Content-Length that matches): a 2xx whose JSON is cut short
   Canned(...) answer with this status, content type and body without forwarding (the server never saw it):
               an HTML page from a proxy with a 200, an error Status whose message is hostile
+  html-after  forward, then answer the server's status with an HTML page as the body (a proxy's error page)
+  cut-after   forward, then answer the server's status with the first half of its body (a complete HTTP
+              message whose JSON is cut short)
+  404         answer 404 "page not found" as text without forwarding (a proxy that does not know the path)
+A rule may block (e.g. to line up concurrent requests); it runs outside the proxy's lock.
 Every request is logged with its action and the upstream status, so a test can prove what reached the server.
 """
 
@@ -119,7 +124,8 @@ class FaultProxy:
         with self._lock:
             key = (method, path)
             self._counts[key] = self._counts.get(key, 0) + 1
-            return self.rule(method, path, self._counts[key])
+            nth = self._counts[key]
+        return self.rule(method, path, nth)
 
     def _record(self, s: Seen) -> None:
         with self._lock:
@@ -153,18 +159,17 @@ class FaultProxy:
                     proxy._record(Seen(self.command, path, f"canned-{action.status}", None))
                     self._send(action.status, [("Content-Type", action.content_type)], action.body)
                     return
-                if action in ("drop", "500"):
+                if action in ("drop", "500", "404"):
                     proxy._record(Seen(self.command, path, action, None))
                     if action == "drop":
                         self.close_connection = True
                         return
+                    if action == "404":
+                        self._answer(404, "text/plain; charset=utf-8", b"404 page not found\n")
+                        return
                     payload = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                           "message": "injected by the fault proxy", "code": 500}).encode()
-                    self.send_response(500)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
+                    self._answer(500, "application/json", payload)
                     return
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
                 status, resp_headers, data = proxy._forward(self.command, self.path, headers, body)
@@ -176,7 +181,11 @@ class FaultProxy:
                     with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if action == "truncate":
+                if action == "html-after":
+                    self._answer(status, "text/html", b"<html><head><title>502</title></head><body>"
+                                                      b"<h1>Bad Gateway</h1></body></html>")
+                    return
+                if action in ("truncate", "cut-after"):
                     data = data[:len(data) // 2]
                 self._send(status, resp_headers, data)
 
@@ -188,6 +197,13 @@ class FaultProxy:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _answer(self, status: int, content_type: str, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
