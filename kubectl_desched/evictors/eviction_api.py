@@ -39,6 +39,7 @@ from kubectl_desched.kube.live import (
     describe_api_error,
     request_json,
 )
+from kubectl_desched.sanitize import one_line
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
@@ -289,4 +290,4 @@ def server_words(e: ApiException) -> str:
         extra = [str(x.get("message")) for x in causes if isinstance(x, dict) and x.get("message")]
     except (ValueError, TypeError, AttributeError):
         extra = []
-    return "; ".join([words, *extra])[:500]
+    return one_line("; ".join([words, *extra]), 500)  # the causes are server text too

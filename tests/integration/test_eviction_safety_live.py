@@ -135,9 +135,10 @@ def test_unreadable_answers_are_lost_answers_and_a_proxy_404_is_not_gone(cluster
     assert proc.returncode == 1, proc.stderr
     assert "JSONDecodeError" not in proc.stderr + proc.stdout and "internal error" not in proc.stderr
     r = results(report)
-    for pod, what in (("u0-html", "HTML, not JSON"), ("u1-cut", "cut short")):
+    for pod, what in (("u0-html", "bytes of HTML"), ("u1-cut", "cut short after")):
         assert r[pod]["result"] == "unknown" and r[pod]["attempts"] == 1, r[pod]
-        assert r[pod]["message"].startswith(f"the server's answer could not be read ({what}, ")
+        assert r[pod]["message"].startswith(f"the answer to POST /api/v1/namespaces/{namespace}/pods/{pod}/eviction "
+                                            "was not JSON (") and what in r[pod]["message"], r[pod]
         assert "re-read: the pod is terminating (since" in r[pod]["message"]
         assert terminating(cluster, namespace, pod)
     assert r["u2-404"]["result"] == "failed" and not terminating(cluster, namespace, "u2-404")
