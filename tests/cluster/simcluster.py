@@ -282,8 +282,17 @@ class SimCluster(LocalCluster):
             f"--authorization-kubeconfig={kubeconfig}", f"--cert-dir={self.work_dir / 'metrics-server-certs'}",
             # kwok's node address is 127.0.0.1 and its port the one each node reports; its certificate is a test one
             "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port", "--kubelet-insecure-tls",
-            "--metric-resolution=10s", "--v=1",
+            # its shortest resolution; it must exceed the scrape timeout
+            "--metric-resolution=10s", "--kubelet-request-timeout=5s", "--v=1",
         ], self.logs["metrics-server"])
+        try:
+            self._register_metrics_api(timeout)
+        except BaseException:
+            self._stop_components("metrics-server")  # the rest of the cluster goes on without it
+            self.request("DELETE", "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io")
+            raise
+
+    def _register_metrics_api(self, timeout: float) -> None:
         # The apiserver reaches an aggregated API through a Service; without kube-proxy only an ExternalName one
         # resolves (to the loopback address metrics-server listens on).
         self.apply({"apiVersion": "v1", "kind": "Service",
@@ -301,7 +310,13 @@ class SimCluster(LocalCluster):
 
     def stop(self) -> None:
         """Stop what was started on top of the control plane, then the control plane. Safe to call more than once."""
-        for name in ("metrics-server", "kwok", "kube-scheduler", "kube-controller-manager"):
+        self._stop_components("metrics-server", "kwok", "kube-scheduler", "kube-controller-manager")
+        super().stop()
+
+    def _stop_components(self, *names: str) -> None:
+        for name in names:
+            if name == "metrics-server":
+                self.metrics_port = 0
             proc = self._procs.pop(name, None)
             if proc is None or proc.poll() is not None:
                 continue
@@ -311,8 +326,6 @@ class SimCluster(LocalCluster):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
-        self.metrics_port = 0
-        super().stop()
 
     def pids(self) -> dict[str, int]:
         """Process ids of the running components, by name."""
