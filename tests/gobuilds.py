@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 CLUSTER_DIR = Path(__file__).resolve().parent / "cluster"
 CACHE = Path(os.environ.get("KDESCHED_CACHE", "~/.cache/kubectl-desched")).expanduser()
 
@@ -46,6 +44,8 @@ def build(script: str) -> tuple[Path | None, str]:
 
 def built(script: str, binary: str) -> Path:
     """The built binary's path, or skip the calling test with the reason the build gave."""
+    import pytest  # here, so examples/sim-cluster can use build() without pytest
+
     directory, why = build(script)
     if directory is None:
         pytest.skip(why)

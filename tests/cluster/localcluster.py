@@ -125,6 +125,8 @@ class LocalCluster:
     mentions, so every request it makes beyond discovery gets 403.
     """
 
+    disabled_admission_plugins: tuple[str, ...] = DISABLED_ADMISSION_PLUGINS  # a subclass with controllers needs fewer
+
     def __init__(self, bin_dir: Path | str, work_dir: Path | str, *, start_timeout: float = 60.0,
                  etcd_args: Sequence[str] = (), apiserver_args: Sequence[str] = (), keep_data: bool = False) -> None:
         """``etcd_args``/``apiserver_args`` are appended to the flags below (a later flag wins);
@@ -257,7 +259,7 @@ class LocalCluster:
                 f"--cert-dir={cert_dir}",
                 f"--token-auth-file={tokens}",
                 "--authorization-mode=RBAC",
-                f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+                f"--disable-admission-plugins={','.join(self.disabled_admission_plugins)}",
                 f"--service-account-key-file={sa_pub}",
                 f"--service-account-signing-key-file={sa_key}",
                 "--service-account-issuer=https://kubernetes.default.svc",

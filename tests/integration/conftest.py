@@ -1,4 +1,5 @@
-"""Fixtures that run a real kube-apiserver + etcd on 127.0.0.1 (see tests/cluster/localcluster.py)."""
+"""Fixtures that run a real kube-apiserver + etcd on 127.0.0.1 (see tests/cluster/localcluster.py), and a cluster
+that also has the real scheduler, controllers and kwok's simulated kubelets (tests/cluster/simcluster.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ CLUSTER_DIR = Path(__file__).resolve().parents[1] / "cluster"
 sys.path.insert(0, str(CLUSTER_DIR))
 
 from localcluster import LocalCluster  # noqa: E402
+from simcluster import SimCluster  # noqa: E402
 
 from tests.gobuilds import built  # noqa: E402
 
@@ -91,3 +93,28 @@ def koord_cluster(tmp_path_factory: pytest.TempPathFactory, koord_descheduler: P
         yield local
     finally:
         local.stop()
+
+
+def build_sim() -> Path:
+    """kube-scheduler, kube-controller-manager and kwok (built or cached); skips the caller when they cannot be had."""
+    return built("build-sim", "kwok").parent
+
+
+@pytest.fixture(scope="session")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
+    """One simulated cluster for the session: every test adds its own labelled nodes and pins its workloads there
+    with a nodeSelector, and scopes the CLI with --node-selector, so tests do not see each other's pods."""
+    bin_dir, sim_dir = build_binaries(), build_sim()
+    local = SimCluster(bin_dir, sim_dir, tmp_path_factory.mktemp("sim"))
+    try:
+        local.start()
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def sim_namespace(sim: SimCluster) -> str:
+    name = f"s-{uuid.uuid4().hex[:10]}"
+    sim.create_namespace(name)
+    return name

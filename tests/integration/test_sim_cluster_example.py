@@ -1,0 +1,149 @@
+"""examples/sim-cluster as a user runs it: start, export the KUBECONFIG it prints, `kubectl desched balance -A`,
+then stop it (with its stop subcommand, or Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from desched import ROOT, as_json, desched
+from simcluster import wait_until
+
+from tests.gobuilds import built
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = ROOT / "examples" / "sim-cluster"
+
+
+class Example:
+    """The script in the background, its output read line by line."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), "--dir", str(directory), "--no-metrics"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 300) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no {text!r} from examples/sim-cluster; output:\n{''.join(self.seen)}")
+
+    def components(self) -> dict[str, int]:
+        return json.loads((self.directory / "sim-cluster.json").read_text())["components"]  # type: ignore[no-any-return]
+
+    def finish(self, timeout: float = 90) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Iterator[Example]:
+    built("build-binaries", "kube-apiserver")  # skips with the build's reason, as the other live tests do
+    built("build-sim", "kwok")
+    ex = Example(tmp_path / "sim")
+    try:
+        yield ex
+    finally:
+        if ex.proc.poll() is None:
+            ex.proc.send_signal(signal.SIGTERM)
+            ex.finish()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _pods(kubectl: Path, kubeconfig: str) -> list[dict[str, Any]]:
+    got = subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "get", "pods", "-A", "-o", "json"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(got.stdout)["items"]  # type: ignore[no-any-return]
+
+
+def _running(pod: dict[str, Any]) -> bool:
+    return not pod["metadata"].get("deletionTimestamp") and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
+
+
+def test_balance_all_namespaces_end_to_end_then_stop(example: Example) -> None:
+    kubeconfig = example.wait_for("export KUBECONFIG=").split("=", 1)[1].strip()
+    example.wait_for("Stop with Ctrl-C")
+    kubectl = built("build-binaries", "kubectl")
+    before = _pods(kubectl, kubeconfig)
+    assert len(before) == 24 and all(map(_running, before))
+    nodes = {p["spec"]["nodeName"] for p in before if p["metadata"]["namespace"] != "monitoring"}
+    assert nodes == {"worker-1", "worker-2", "worker-3"}  # the late nodes only got the DaemonSet
+
+    plan = as_json(desched(kubeconfig, "balance", "-A", "--dry-run", "-o", "json"))
+    classes = {n["name"]: n["class"]["LowNodeUtilization"] for n in plan["nodes"]}
+    assert classes == {**dict.fromkeys(["worker-1", "worker-2", "worker-3"], "over-utilized"),
+                       **dict.fromkeys(["worker-4", "worker-5"], "under-utilized")}
+    assert plan["candidates"] and {c["namespace"] for c in plan["candidates"]} <= {"shop", "payments", "batch"}
+    assert any(c["warnings"] for c in plan["candidates"])  # more web/cart pods than their budgets allow at once
+
+    done = desched(kubeconfig, "balance", "-A", "--yes", "-o", "json", "--timeout", "1m", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert {e["result"] for e in as_json(done)["evictions"]} == {"evicted"}  # the budgets let them through in turn
+    wait_until(lambda: (pods := _pods(kubectl, kubeconfig)) and len(pods) == 24 and all(map(_running, pods)), 120,
+               "every evicted pod replaced and Running")
+    after = _pods(kubectl, kubeconfig)
+    assert {p["spec"]["nodeName"] for p in after} >= {"worker-4", "worker-5"}  # replacements went to the new nodes
+    again = as_json(desched(kubeconfig, "balance", "-A", "--dry-run", "-o", "json"))
+    assert len(again["candidates"]) < len(plan["candidates"])
+
+    components = example.components()
+    assert set(components) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+    stopped = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(example.directory)],
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert example.finish() == 0
+    assert not any(_alive(pid) for pid in components.values())
+    assert not (example.directory / "sim-cluster.json").exists()
+
+
+def test_ctrl_c_stops_every_component(example: Example) -> None:
+    example.wait_for("Stop with Ctrl-C")
+    components = example.components()
+    example.proc.send_signal(signal.SIGINT)
+    assert example.finish() == 0
+    assert not any(_alive(pid) for pid in components.values())
+    again = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(example.directory)],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert again.returncode == 0 and "no sim-cluster is running" in again.stdout
