@@ -51,10 +51,23 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as Python writes it (as policy errors show values), cut short, on one line."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits"
+    text = repr(value) if not isinstance(value, Mapping | list | tuple) or len(value) < 50 else \
+        ("{...}" if isinstance(value, Mapping) else "[...]")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def yaml_hint(expected: str, value: Any) -> str:
+    """Why a boolean stands where a string was expected."""
+    return YAML11_HINT if isinstance(value, bool) and expected.startswith("a string") else ""
+
+
 def not_a(expected: str, value: Any) -> str:
     """`must be a string, not the boolean true (...)`: the hint says why YAML made a boolean of it."""
-    hint = YAML11_HINT if isinstance(value, bool) and expected.startswith("a string") else ""
-    return f"must be {expected}, not {describe(value)}{hint}"
+    return f"must be {expected}, not {describe(value)}{yaml_hint(expected, value)}"
 
 
 def join(path: str, key: str) -> str:

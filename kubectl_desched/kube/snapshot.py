@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-from kubectl_desched import safeload
+from kubectl_desched import safeload, shapes
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube.jsonstream import Refused, stream_json
 from kubectl_desched.model import (
@@ -23,6 +23,7 @@ from kubectl_desched.model import (
     Pod,
     PodDisruptionBudget,
     cycle_collector_paused,
+    extra_from_json,
     node_from_json,
     pdb_from_json,
     pod_from_json,
@@ -97,12 +98,14 @@ class _Collector:
                     self.pods.append(pod_from_json(obj))
                 elif kind == "PodDisruptionBudget":
                     self.pdbs.append(pdb_from_json(obj))
+                elif isinstance(kind, str):
+                    self.extra[kind].append(extra_from_json(kind, obj))
                 else:
-                    self.extra[str(kind)].append(obj)
+                    raise UsageError(f"{name}: kind must be a string, not {shapes.describe(kind)}")
             except ParseError as e:
                 raise UsageError(f"{name}: {e}") from None
-            except (AttributeError, TypeError, ValueError) as e:
-                raise UsageError(f"{name}: malformed {kind}: {e}") from None
+            except (AttributeError, TypeError, ValueError) as e:  # the model's checks should have said why
+                raise UsageError(f"{name}: malformed {kind}: {safeload.short(str(e))}") from None
 
     def merge(self, other: _Collector) -> None:
         self.nodes += other.nodes
