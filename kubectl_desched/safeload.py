@@ -53,6 +53,8 @@ def read_bounded(f: TextIO, name: str, limit: int, head: str = "") -> str:
     if _CONTROL.search(head):
         raise InputError(f"{name}: not a text file (it has control characters)")
     while True:
+        if size > limit:
+            raise InputError(f"{name}: larger than the {describe_size(limit)} this input may have")
         try:
             chunk = f.read(min(_CHUNK, limit + 1 - size))
         except UnicodeDecodeError:
@@ -65,8 +67,6 @@ def read_bounded(f: TextIO, name: str, limit: int, head: str = "") -> str:
             raise InputError(f"{name}: not a text file (it has control characters)")
         parts.append(chunk)
         size += len(chunk)
-        if size > limit:
-            raise InputError(f"{name}: larger than the {describe_size(limit)} this input may have")
 
 
 def describe_size(chars: int) -> str:
@@ -76,8 +76,9 @@ def describe_size(chars: int) -> str:
     return f"{chars} characters"
 
 
-def read_file(path: str, limit: int = MAX_CONFIG_CHARS) -> str:
-    """A whole text file (or `-`, standard input), bounded."""
+def read_file(path: str, limit: int | None = None) -> str:
+    """A whole text file (or `-`, standard input), bounded (by default as configuration is)."""
+    limit = MAX_CONFIG_CHARS if limit is None else limit
     if path == "-":
         return read_bounded(stdin_text(), "<stdin>", limit)
     try:

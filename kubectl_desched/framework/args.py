@@ -79,8 +79,11 @@ def _convert(tp: Any, value: Any, path: str, warnings: list[str]) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(path, f"must be an integer, not {shown(value)}")
+                value = int(value)
+            else:
+                raise ConfigError(path, f"must be an integer, not {shown(value)}")
+        if not -(2**63) <= value < 2**63:  # what upstream's Go integers hold
+            raise ConfigError(path, f"must be an integer from -2^63 to 2^63-1, not {shown(value)}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -50,6 +50,8 @@ class _Buffer:
         self.lines_before = 0  # newlines in the dropped text, when counted
         self.col_before = 0  # characters after its last newline
         self.depths: dict[Any, int] = {}  # recursion depth of value()'s callers, asked once each
+        if len(head) > MAX_JSON_SNAPSHOT_CHARS:
+            raise self.refused(f"larger than the {describe_size(MAX_JSON_SNAPSHOT_CHARS)} a snapshot may have", 0)
 
     def more(self) -> bool:
         """Drop what has been read, append a chunk; False at the end of the input."""
@@ -156,6 +158,8 @@ class _Buffer:
                 raise self.refused("an integer of more than 4,300 digits", self.pos) from None
             if end == len(self.buf) and not self.eof and self.more():
                 continue  # a number may go on in the next chunk
+            if end - self.pos > MAX_JSON_OBJECT_CHARS:
+                raise self.refused(f"a value larger than {describe_size(MAX_JSON_OBJECT_CHARS)}", self.pos)
             self.pos = end
             return obj
 
