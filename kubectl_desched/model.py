@@ -519,12 +519,15 @@ def _pod(obj: Mapping[str, Any]) -> Pod:
     raw_owners = meta.get("ownerReferences")
     owners: tuple[OwnerRef, ...] = ()
     if raw_owners is not None:
-        owners = _pool.checked(("owners", *(tuple(o.items()) for o in raw_owners)), raw_owners,
+        # True == 1 as a key: the type of the booleans is part of it, so an invalid `controller: 1` never hits
+        owners = _pool.checked(("owners", *((*o.items(), type(o.get("controller")), type(o.get("blockOwnerDeletion")))
+                                            for o in raw_owners)), raw_owners,
                                shapes.OWNER_REFERENCES, "metadata.ownerReferences", _owners)
     raw_tolerations = spec.get("tolerations")
     tolerations: tuple[Toleration, ...] = ()
     if raw_tolerations is not None:
-        tolerations = _pool.checked(("tolerations", *(tuple(t.items()) for t in raw_tolerations)), raw_tolerations,
+        tolerations = _pool.checked(("tolerations", *((*t.items(), type(t.get("tolerationSeconds")))
+                                                      for t in raw_tolerations)), raw_tolerations,
                                     shapes.TOLERATIONS, "spec.tolerations", _tolerations)
     images = tuple(c.get("image") for c in containers)
     priority = spec.get("priority")

@@ -9,7 +9,7 @@ _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # no inf, nan or 1_000 as float() allows
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)  # typed: False and 0 are equal keys, and only one is a quantity
 def parse_quantity(text: str | int | float) -> float:
     """Parse '250m', '1.5Gi', '2e3' or a number; raises ValueError on anything else, and on a value no float
     holds (1e999999999, NaN): the API server refuses those too."""

@@ -4,8 +4,9 @@ error instead of a traceback (or a crash inside libyaml) for anything else.
 Every file or flag the tool parses goes through here: snapshots (--from-file), policies, --policy-patch, --args and
 kubeconfigs. The limits below are documented in the README ("Limits on input").
 
-YAML is decoded as Kubernetes decodes it (YAML 1.1, sigs.k8s.io/yaml): y/Y/n/N are booleans like yes/no/on/off,
-and timestamps stay strings (the API's fields are strings; PyYAML would make datetime objects of them)."""
+Policies, --args and patches are decoded as upstream decodes them (YAML 1.1): y/Y/n/N are booleans like
+yes/no/on/off. Timestamps stay strings in policies and snapshots, as the API's fields are (PyYAML would make
+datetime objects of them). Kubeconfigs are read as the kubernetes client reads them."""
 
 from __future__ import annotations
 
@@ -94,17 +95,25 @@ def read_file(path: str, limit: int | None = None) -> str:
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster where the wheel has it
 
 
-class KubeYamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """PyYAML's safe loader, with YAML 1.1's y/n booleans that PyYAML leaves out and without timestamps."""
+class SnapshotLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """PyYAML's safe loader without timestamps: Kubernetes keeps them as strings (PyYAML makes datetimes)."""
+
+
+SnapshotLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+class PolicyLoader(SnapshotLoader):
+    """As upstream reads a policy (YAML 1.1): y, Y, n and N are booleans too, like yes/no/on/off, which PyYAML
+    leaves out. Not for snapshots: PyYAML writes a `y` unquoted, and kubectl quotes it anyway."""
 
     bool_values = {**yaml.constructor.SafeConstructor.bool_values, "y": True, "n": False}
 
 
-KubeYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
-KubeYamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+PolicyLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+ConfigLoader = _BaseLoader  # a kubeconfig, read as the kubernetes client reads it (yaml.safe_load)
 
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -183,20 +192,20 @@ def _yaml_error(e: Exception, name: str) -> InputError:
     return InputError(f"{name}: not valid YAML{where}: {problem}")
 
 
-def yaml_documents(text: str, name: str) -> list[Any]:
+def yaml_documents(text: str, name: str, loader: Any = PolicyLoader) -> list[Any]:
     """Every document of a YAML (or JSON) text, empty ones left out; InputError for anything wrong with it."""
     _check_yaml_events(text, name)
     try:
-        return [d for d in yaml.load_all(text, Loader=KubeYamlLoader) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError as e:
         raise _yaml_error(e, name) from None
     except (ValueError, OverflowError, RecursionError) as e:  # e.g. an integer of more than 4,300 digits
         raise InputError(f"{name}: not valid YAML: {short(str(e))}") from None
 
 
-def yaml_value(text: str, name: str) -> Any:
+def yaml_value(text: str, name: str, loader: Any = PolicyLoader) -> Any:
     """A single-document YAML (or JSON) text; None when empty."""
-    docs = yaml_documents(text, name)
+    docs = yaml_documents(text, name, loader)
     if len(docs) > 1:
         raise InputError(f"{name}: expected one YAML document, found {len(docs)}")
     return docs[0] if docs else None

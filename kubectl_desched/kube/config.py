@@ -119,7 +119,7 @@ def _secrets(doc: dict) -> set[str]:
 def _read_kubeconfig(path: str) -> tuple[dict, set[str]]:
     where = f"invalid kubeconfig {path}"
     try:
-        doc = safeload.yaml_value(safeload.read_file(path), f"kubeconfig {path}")
+        doc = safeload.yaml_value(safeload.read_file(path), f"kubeconfig {path}", safeload.ConfigLoader)
     except safeload.InputError as e:
         raise UsageError(f"{where}: {str(e).removeprefix(f'kubeconfig {path}: ')}") from None
     if doc is None:

@@ -163,7 +163,7 @@ def load_snapshot(paths: Iterable[str]) -> ClusterState:
                     _read_json(f, head, name, found)
                 else:
                     text = safeload.read_bounded(f, name, safeload.MAX_YAML_SNAPSHOT_CHARS, head)
-                    for doc in safeload.yaml_documents(text, name):
+                    for doc in safeload.yaml_documents(text, name, safeload.SnapshotLoader):
                         found.add(doc, name)
                     del text
             except UnicodeDecodeError:
