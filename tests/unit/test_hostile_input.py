@@ -471,3 +471,18 @@ def test_no_kubeconfig_error_shows_a_credential(workdir: Path, monkeypatch: pyte
     assert "Traceback" not in err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert code in (1, 2)
+
+
+def test_the_readme_states_the_limits_in_force() -> None:
+    from kubectl_desched import policy
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### Reliability: hostile files and flags"):]
+    section = section[:section.index("\n## ")]
+    for text in (f"| {safeload.MAX_DEPTH} levels |",
+                 f"| {safeload.describe_size(safeload.MAX_JSON_SNAPSHOT_CHARS)} |",
+                 f"| {safeload.describe_size(safeload.MAX_JSON_OBJECT_CHARS)} |",
+                 f"| {safeload.describe_size(safeload.MAX_YAML_SNAPSHOT_CHARS)} |",
+                 f"| {safeload.describe_size(safeload.MAX_CONFIG_CHARS)} |",
+                 f"| {safeload.MAX_ALIAS_VALUES:,} |",
+                 f"| {policy.MAX_PATCH_OPERATIONS:,} operations, writing at most {policy.MAX_PATCH_VALUES:,} values |"):
+        assert text in section, text
