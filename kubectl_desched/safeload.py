@@ -262,6 +262,7 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
         todo.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"  # the levels above a value count: the document's depth
 _DEPTH_IN_MESSAGE = re.compile(r"at the recursion depth (\d+)")
 
 
@@ -288,13 +289,12 @@ def raw_decode(s: str, pos: int, *, above: int = 0, depth: int | None = None) ->
     not the thread's: use this only where no other thread runs (reading a snapshot). Elsewhere the parsed value
     is walked (check_depth)."""
     limit = MAX_DEPTH - above
-    too_deep = f"nested more than {MAX_DEPTH} levels deep"  # counting the levels above: the document's depth
     if _MARGIN is None:
         try:
             obj, end = _decoder.raw_decode(s, pos)
             check_depth(obj, limit)
         except (RecursionError, TooDeep):
-            raise TooDeep(too_deep) from None
+            raise TooDeep(_TOO_DEEP) from None
         return obj, end
     saved = sys.getrecursionlimit()
     if depth is None:
@@ -304,7 +304,7 @@ def raw_decode(s: str, pos: int, *, above: int = 0, depth: int | None = None) ->
     try:
         return _decoder.raw_decode(s, pos)
     except RecursionError:
-        raise TooDeep(too_deep) from None
+        raise TooDeep(_TOO_DEEP) from None
     finally:
         sys.setrecursionlimit(saved)
 

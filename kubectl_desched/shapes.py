@@ -28,6 +28,13 @@ class Invalid(ValueError):
         super().__init__(f"{path}: {message}" if path else message)
         self.path, self.message = path, message
 
+    def under(self, parent: str) -> Invalid:
+        """The same problem seen from the parent: paths are built only for the one field that fails."""
+        if not self.path:
+            return Invalid(parent, self.message)
+        return Invalid(parent + self.path if self.path[0] == "[" or not parent else f"{parent}.{self.path}",
+                       self.message)
+
 
 def describe(value: Any) -> str:
     """What a value is, for messages: `a string ("high")`, `a list`, `null`. Short, whatever the value."""
@@ -158,6 +165,9 @@ def int_or_percent(value: Any, path: str) -> None:
 
 # --- collections -----------------------------------------------------------------------------------------------
 
+# Containers check their children with an empty path and put the child's key in front of its path when it fails
+# (Invalid.under): no path is formatted for the fields that are fine, which is nearly all of them.
+
 def obj(fields: Mapping[str, Check], required: tuple[str, ...] = ()) -> Check:
     """An object with these fields (each checked when set and not null), in their order; `required` ones must be
     set."""
@@ -170,7 +180,10 @@ def obj(fields: Mapping[str, Check], required: tuple[str, ...] = ()) -> Check:
         for key, check_field, needed in items:
             v = value.get(key)
             if v is not None:
-                check_field(v, join(path, key))
+                try:
+                    check_field(v, "")
+                except Invalid as e:
+                    raise e.under(join(path, key)) from None
             elif needed:
                 raise Invalid(join(path, key), "required")
 
@@ -186,7 +199,10 @@ def list_of(item: Check, *, non_empty: bool = False) -> Check:
         for i, v in enumerate(value):
             if v is None:
                 raise Invalid(f"{path}[{i}]", "must not be null")
-            item(v, f"{path}[{i}]")
+            try:
+                item(v, "")
+            except Invalid as e:
+                raise e.under(f"{path}[{i}]") from None
 
     return check
 
@@ -200,7 +216,10 @@ def map_of(item: Check) -> Check:
         for k, v in value.items():
             if type(k) is not str:
                 raise Invalid(path, f"keys must be strings, not {describe(k)}")
-            item(v, f"{path}[{printable(k)}]")
+            try:
+                item(v, "")
+            except Invalid as e:
+                raise e.under(f"{path}[{printable(k)}]") from None
 
     return check
 

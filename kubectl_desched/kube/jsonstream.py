@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -49,7 +48,6 @@ class _Buffer:
             self.count_lines = True
         self.lines_before = 0  # newlines in the dropped text, when counted
         self.col_before = 0  # characters after its last newline
-        self.depths: dict[Any, int] = {}  # recursion depth of value()'s callers, asked once each
         if len(head) > MAX_JSON_SNAPSHOT_CHARS:
             raise self.refused(f"larger than the {describe_size(MAX_JSON_SNAPSHOT_CHARS)} a snapshot may have", 0)
 
@@ -130,14 +128,11 @@ class _Buffer:
         self.pos += 1
         return c
 
-    def value(self, above: int) -> Any:
+    def value(self, above: int, depth: int) -> Any:
         """Parse one whole value at the current position, reading on while it is cut by the buffer's end.
-        `above`: how many arrays and objects of the document hold it (they count towards the depth bound)."""
+        `above`: how many arrays and objects of the document hold it (they count towards the depth bound);
+        `depth`: this call's recursion depth (safeload.raw_decode), which the callers know."""
         self.skip_ws()
-        caller = sys._getframe(1).f_code
-        depth = self.depths.get(caller)
-        if depth is None:
-            depth = self.depths[caller] = safeload.recursion_depth() or 0  # this frame's
         while True:
             try:
                 obj, end = safeload.raw_decode(self.buf, self.pos, above=above, depth=depth)
@@ -164,13 +159,14 @@ class _Buffer:
             return obj
 
 
-def _array(b: _Buffer, each: Callable[[Any], None], above: int) -> None:
+def _array(b: _Buffer, each: Callable[[Any], None], above: int, depth: int) -> None:
+    """`depth`: the caller's recursion depth."""
     b.expect("[", "'['")
     if b.skip_ws() == "]":
         b.pos += 1
         return
     while True:
-        each(b.value(above + 1))
+        each(b.value(above + 1, depth + 2))
         if b.expect(",]", "',' delimiter") == "]":
             return
 
@@ -181,10 +177,11 @@ def stream_json(f: TextIO, head: str, each: Callable[[Any], None]) -> Any:
     without them (the object, with "items" left out, or None for a top-level array).
     Raises json.JSONDecodeError with the line and column in the whole text, Refused for what it will not read."""
     b = _Buffer(f, head)
+    depth = safeload.recursion_depth() or 0  # asked once: the bound on nesting then costs nothing per value
     c = b.skip_ws()
     doc: Any = None
     if c == "[":
-        _array(b, each, 0)
+        _array(b, each, 0, depth)
     elif c == "{":
         b.pos += 1
         doc = {}
@@ -194,16 +191,16 @@ def stream_json(f: TextIO, head: str, each: Callable[[Any], None]) -> Any:
             while True:
                 if b.skip_ws() != '"':
                     raise b.error("Expecting property name enclosed in double quotes", b.pos)
-                key = b.value(1)
+                key = b.value(1, depth + 1)
                 b.expect(":", "':' delimiter")
                 if key == "items" and b.skip_ws() == "[":
-                    _array(b, each, 1)
+                    _array(b, each, 1, depth)
                 else:
-                    doc[key] = b.value(1)
+                    doc[key] = b.value(1, depth + 1)
                 if b.expect(",}", "',' delimiter") == "}":
                     break
     else:
-        doc = b.value(0)  # a scalar: not objects, the caller says so
+        doc = b.value(0, depth + 1)  # a scalar: not objects, the caller says so
     if b.skip_ws():
         raise b.error("Extra data", b.pos)
     return doc
