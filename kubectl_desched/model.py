@@ -274,7 +274,9 @@ def _name(kind: str, obj: Any) -> str:
     if not isinstance(name, str) or not name:
         return f"a {kind}"
     name = shapes.printable(name)
-    return f"{kind} {namespace}/{name}" if isinstance(namespace, str) and namespace else f"{kind} {name}"
+    if isinstance(namespace, str) and namespace:
+        return f"{kind} {shapes.printable(namespace)}/{name}"
+    return f"{kind} {name}"
 
 
 def _failed(kind: str, obj: Any, schema: shapes.Check, error: Exception) -> ParseError:

@@ -81,7 +81,12 @@ def read_file(path: str, limit: int | None = None) -> str:
     """A whole text file (or `-`, standard input), bounded (by default as configuration is)."""
     limit = MAX_CONFIG_CHARS if limit is None else limit
     if path == "-":
-        return read_bounded(stdin_text(), "<stdin>", limit)
+        f = stdin_text()
+        try:
+            return read_bounded(f, "<stdin>", limit)
+        finally:
+            if f is not sys.stdin:
+                f.detach()  # its buffer is standard input's, which stays open
     try:
         f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as e:
