@@ -10,10 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-import yaml
 from tabulate import tabulate
 
-from kubectl_desched import __version__, app
+from kubectl_desched import __version__, app, safeload
 from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
@@ -207,12 +206,14 @@ def _plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for v in values:
         name, sep, text = v.partition("=")
-        try:
-            parsed = yaml.safe_load(text) if sep else None
-        except yaml.YAMLError:
+        try:  # YAML 1.1 as upstream reads policies, bounded in size and depth
+            parsed = safeload.yaml_value(text, f"--args {name.strip()}") if sep else None
+        except safeload.InputError as e:
+            if "not valid YAML" not in str(e):
+                raise  # too big or too deep: say so
             parsed = None
         if not sep or not isinstance(parsed, dict):
-            raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {v!r}")
+            raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {safeload.short(repr(v))}")
         out.setdefault(name.strip(), {}).update(parsed)
     return out
 

@@ -37,7 +37,7 @@ def require(state: ClusterState, kind: str, plugin: str) -> list[Any]:
     return state.extra[kind]
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=65536, typed=True)  # typed: False must not hit 0
 def _value(name: str, text: str | int | float) -> float:
     return resource_value(name, text)  # metrics repeat the same few quantities across 100k pods
 

@@ -10,14 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
-import yaml
 
+from kubectl_desched import safeload
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.kube.snapshot import read_text
 from kubectl_desched.selectors import Matcher, label_selector, parse_selector
+from kubectl_desched.shapes import shown, yaml_hint
 
 API_VERSION = "descheduler/v1alpha2"
 UPSTREAM_KIND = "DeschedulerPolicy"
@@ -79,32 +80,77 @@ class Policy:
 
 
 def read_policy_file(path: str) -> dict[str, Any]:
-    text = read_text(path)
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}: not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+    """The policy's YAML, decoded as upstream decodes it (YAML 1.1: `yes` and `y` are booleans), bounded in size,
+    depth and alias expansion (safeload.py)."""
+    raw = safeload.yaml_value(read_text(path), path)
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: a policy must be a YAML object with apiVersion and kind")
     return raw
 
 
+MAX_PATCH_OPERATIONS = 1000
+MAX_PATCH_VALUES = 100_000  # values a patch may write, copies included: a few `copy` operations double a policy
+
+
 def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
-    """RFC 6902 JSON Patch, like `kubectl patch --type json -p`; `@FILE` reads the patch from a file."""
+    """RFC 6902 JSON Patch, like `kubectl patch --type json -p`; `@FILE` reads the patch from a file.
+    Operations apply one by one; each value one writes is measured, so no patch nests the policy past
+    safeload.MAX_DEPTH or copies it into millions of values, and the result must still be an object."""
     text = read_text(patch_text[1:]) if patch_text.startswith("@") else patch_text
     try:
-        ops = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise UsageError(f"--policy-patch: not valid JSON/YAML: {str(e).splitlines()[0]}") from None
+        ops = safeload.yaml_value(text, "--policy-patch")
+    except safeload.InputError as e:
+        raise UsageError(str(e).replace("--policy-patch: not valid YAML", "--policy-patch: not valid JSON/YAML", 1)) \
+            from None
     if not isinstance(ops, list):
         raise UsageError("--policy-patch: a JSON Patch is a list of operations, e.g. "
                          '[{"op": "replace", "path": "/profiles/0/name", "value": "x"}]')
-    try:
-        return jsonpatch.apply_patch(copy.deepcopy(raw), ops)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as e:
-        raise UsageError(f"--policy-patch: {e}") from None
+    if len(ops) > MAX_PATCH_OPERATIONS:
+        raise UsageError(f"--policy-patch: more than {MAX_PATCH_OPERATIONS} operations")
+    doc: Any = copy.deepcopy(raw)
+    written = 0
+    for op in ops:
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+            if isinstance(op, dict) and op.get("op") in ("add", "replace", "copy", "move"):
+                path = op.get("path")
+                pointer = jsonpatch.JsonPointer(path)
+                written += _measure(pointer.resolve(doc), len(pointer.parts), MAX_PATCH_VALUES - written)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError,
+                ValueError, AttributeError, RecursionError) as e:
+            raise UsageError(f"--policy-patch: {_patch_error(e)}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"--policy-patch: the patched policy must be an object, not {shown(doc)}")
+    return doc
+
+
+class _TooMuch(ValueError):
+    pass
+
+
+def _measure(value: Any, depth: int, budget: int) -> int:
+    """How many values `value` holds (walked without recursion); _TooMuch past `budget` values or when, placed
+    `depth` levels down, it nests deeper than safeload.MAX_DEPTH."""
+    count = 0
+    todo: list[tuple[Any, int]] = [(value, depth)]
+    while todo:
+        v, level = todo.pop()
+        count += 1
+        if count > budget:
+            raise _TooMuch(f"the patch writes more than {MAX_PATCH_VALUES:,} values")
+        if isinstance(v, dict | list):
+            if level + 1 > safeload.MAX_DEPTH:
+                raise _TooMuch(f"the patched policy would nest more than {safeload.MAX_DEPTH} levels deep")
+            todo.extend((c, level + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return count
+
+
+def _patch_error(e: Exception) -> str:
+    if isinstance(e, RecursionError):
+        return f"the patched policy would nest more than {safeload.MAX_DEPTH} levels deep"
+    if isinstance(e, _TooMuch | jsonpatch.JsonPatchException | jsonpatch.JsonPointerException):
+        return safeload.short(str(e), 200)
+    return f"invalid operation: {safeload.short(str(e) or type(e).__name__, 200)}"
 
 
 def _limit(raw: Mapping[str, Any], key: str, source: str) -> int | None:
@@ -112,7 +158,7 @@ def _limit(raw: Mapping[str, Any], key: str, source: str) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ConfigError(key, f"must be a whole number >= 0, not {v!r}", source)
+        raise ConfigError(key, f"must be a whole number >= 0, not {shown(v)}", source)
     return v
 
 
@@ -153,11 +199,11 @@ class _Decoder:
         raw = self.raw
         api = raw.get("apiVersion")
         if self.kind not in (UPSTREAM_KIND, KOORD_KIND):
-            raise self.err("kind", f"must be {UPSTREAM_KIND} or {KOORD_KIND}, not {self.kind!r}")
+            raise self.err("kind", f"must be {UPSTREAM_KIND} or {KOORD_KIND}, not {shown(self.kind)}")
         if api != API_VERSION:
             hint = " (v1alpha1 strategies are not supported: convert the policy to profiles)" \
                 if api == "descheduler/v1alpha1" else ""
-            raise self.err("apiVersion", f"must be {API_VERSION}, not {api!r}{hint}")
+            raise self.err("apiVersion", f"must be {API_VERSION}, not {shown(api)}{hint}")
         known = {"apiVersion", "kind", "profiles", "nodeSelector", "maxNoOfPodsToEvictPerNode",
                  "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal"} | _DAEMON_FIELDS[self.kind]
         for key in raw:
@@ -199,6 +245,8 @@ class _Decoder:
         if not isinstance(p, Mapping):
             raise self.err(path, "must be an object")
         name = p.get("name")
+        if name is not None and not isinstance(name, str):
+            raise self.err(f"{path}.name", f"must be a string, not {shown(name)}{yaml_hint('a string', name)}")
         if not name:
             if self.kind == KOORD_KIND and count == 1:
                 name = "koord-descheduler"
@@ -233,7 +281,7 @@ class _Decoder:
         if self.kind == KOORD_KIND:
             # Koordinator's filter plugin answers both Filter and PreEvictionFilter.
             points["preEvictionFilter"] = points.get("preEvictionFilter", []) + points.get("filter", [])
-        prof = Profile(str(name), node_selector=_selector_object(p.get("nodeSelector"), f"{path}.nodeSelector",
+        prof = Profile(name, node_selector=_selector_object(p.get("nodeSelector"), f"{path}.nodeSelector",
                                                                  self.source))
         for point, target in (("deschedule", prof.deschedule), ("balance", prof.balance),
                               ("filter", prof.filters), ("preEvictionFilter", prof.pre_eviction_filters)):

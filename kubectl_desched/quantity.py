@@ -1,5 +1,6 @@
 """Kubernetes resource quantities as floats: cpu in millicores, everything else in base units."""
 
+import math
 import re
 from functools import lru_cache
 
@@ -8,16 +9,36 @@ _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # no inf, nan or 1_000 as float() allows
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)  # typed: False and 0 are equal keys, and only one is a quantity
 def parse_quantity(text: str | int | float) -> float:
-    """Parse '250m', '1.5Gi', '2e3' or a number; raises ValueError on anything else."""
+    """Parse '250m', '1.5Gi', '2e3' or a number; raises ValueError on anything else, and on a value no float
+    holds (1e999999999, NaN): the API server refuses those too."""
+    value = _parse(text)
+    if math.isinf(value) or math.isnan(value):
+        raise ValueError(f"quantity out of range: {_shown(text)}")
+    return value
+
+
+def _shown(text: object) -> str:
+    if isinstance(text, int) and text.bit_length() > 128:
+        return "a very large integer"
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _parse(text: str | int | float) -> float:
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # an integer too big for a float
+            return math.inf
     if not isinstance(text, str):
-        raise ValueError(f"not a quantity: {text!r}")
+        raise ValueError(f"not a quantity: {_shown(text)}")
     s = text.strip()
     if not s:
         raise ValueError("empty quantity")
+    if len(s) > 64:  # the API's quantities are short; a long number is only slow to read
+        raise ValueError(f"not a quantity: {_shown(text)}")
     if s[-2:] in _BINARY:
         return _number(s[:-2], text) * _BINARY[s[-2:]]
     if s[-1] in _DECIMAL:  # a trailing letter is a suffix ("1E" is exa); "1e3" ends in a digit
@@ -27,7 +48,7 @@ def parse_quantity(text: str | int | float) -> float:
 
 def _number(s: str, text: str) -> float:
     if not _NUMBER.fullmatch(s):
-        raise ValueError(f"not a quantity: {text!r}")
+        raise ValueError(f"not a quantity: {_shown(text)}")
     return float(s)
 
 

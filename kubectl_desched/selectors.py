@@ -7,6 +7,7 @@ from typing import Any
 
 from kubectl_desched.names import label_key_problem, label_value_problem
 from kubectl_desched.sanitize import shown
+from kubectl_desched.shapes import describe, not_a, printable
 
 Matcher = Callable[[Mapping[str, str]], bool]
 
@@ -103,28 +104,44 @@ def _all_of(requirements: list[Matcher]) -> Matcher:
 
 def label_selector(obj: Mapping[str, Any] | None, *, empty_matches_all: bool = True) -> Matcher:
     """Compile a LabelSelector object. An empty selector matches everything (PodDisruptionBudget in
-    policy/v1 and plugin args); a null one is handled by the caller."""
-    if not obj:
+    policy/v1 and plugin args); a null one is handled by the caller. Keys and values must be strings, as the API
+    server requires: a YAML `yes` is a boolean there, and is refused here too (it would match no label)."""
+    if obj is None or (isinstance(obj, Mapping) and not obj):
         return _match_all if empty_matches_all else (lambda _lb: False)
     if not isinstance(obj, Mapping):
-        raise ValueError("a label selector must be an object with matchLabels and/or matchExpressions")
+        raise ValueError(f"a label selector must be an object with matchLabels and/or matchExpressions, "
+                         f"not {describe(obj)}")
     requirements: list[Matcher] = []
     match_labels = obj.get("matchLabels") or {}
     if not isinstance(match_labels, Mapping):
         raise ValueError("matchLabels must be a map of strings")
     for k, v in match_labels.items():
-        requirements.append(lambda lb, k=str(k), v=str(v): lb.get(k) == v)
-    for i, expr in enumerate(obj.get("matchExpressions") or []):
+        if not isinstance(k, str):
+            raise ValueError(f"matchLabels: keys must be strings, not {describe(k)}")
+        if not isinstance(v, str):
+            raise ValueError(f"matchLabels.{printable(k)}: {not_a('a string', v)}")
+        requirements.append(lambda lb, k=k, v=v: lb.get(k) == v)
+    expressions = obj.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise ValueError(f"matchExpressions must be a list, not {describe(expressions)}")
+    for i, expr in enumerate(expressions):
         if not isinstance(expr, Mapping) or "key" not in expr or "operator" not in expr:
             raise ValueError(f"matchExpressions[{i}] needs key and operator")
-        op = expr["operator"]
-        values = frozenset(str(v) for v in expr.get("values") or [])
+        key, op, raw_values = expr["key"], expr["operator"], expr.get("values") or []
+        if not isinstance(key, str):
+            raise ValueError(f"matchExpressions[{i}].key: {not_a('a string', key)}")
+        if not isinstance(raw_values, list):
+            raise ValueError(f"matchExpressions[{i}].values: {not_a('a list of strings', raw_values)}")
+        for j, v in enumerate(raw_values):
+            if not isinstance(v, str):
+                raise ValueError(f"matchExpressions[{i}].values[{j}]: {not_a('a string', v)}")
+        values = frozenset(raw_values)
         if op in ("In", "NotIn") and not values:
             raise ValueError(f"matchExpressions[{i}]: operator {op} needs values")
         if op in ("Exists", "DoesNotExist") and values:
             raise ValueError(f"matchExpressions[{i}]: operator {op} takes no values")
-        try:
-            requirements.append(_set_requirement(str(expr["key"]), op, values))
-        except ValueError as e:
-            raise ValueError(f"matchExpressions[{i}]: {e}") from None
+        if not isinstance(op, str) or op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            shown = repr(op) if isinstance(op, str) else describe(op)
+            raise ValueError(f"matchExpressions[{i}]: unknown operator {shown}")
+        requirements.append(_set_requirement(key, op, values))
     return _all_of(requirements)

@@ -4,7 +4,9 @@ kubectl's precedence: --kubeconfig (one file, must exist), else every file in KU
 skipped; for each map entry and for current-context the first file that sets it wins), else
 ~/.kube/config, else the in-cluster service account. --context, --cluster and --user override the
 current context's parts. Auth (tokens, client certs, exec plugins, auth providers) is the kubernetes
-client's."""
+client's; reading and merging the files is ours, bounded like every input (safeload.py), so that no error names an
+entry by its content: the client's merger names entries by their repr, token and all. Every message that may carry
+the client's words is scrubbed of the credentials the files hold."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from dataclasses import dataclass, field
 from kubernetes import client as k8s_client
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+from kubernetes.config.kube_config import ConfigNode, KubeConfigLoader
 
+from kubectl_desched import safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.shapes import printable
 
 _OVERRIDE_CONTEXT = "kubectl-desched/override"
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -63,43 +67,126 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.isfile(f"{_SA_DIR}/token")
 
 
-def _merged(opts: KubeOptions) -> tuple[KubeConfigMerger, str] | None:
-    path_string, existing = _kubeconfig_paths(opts)
+_ENTRIES = {"clusters": "cluster", "contexts": "context", "users": "user"}
+# A string under a key with one of these in its name is a credential wherever it stands in the file.
+_SECRET_KEY_PARTS = ("token", "password", "passwd", "secret", "key", "credential", "cookie")
+# Under a user entry every string is taken for a credential (exec env values, auth-provider config) but these.
+_PLAIN_USER_KEYS = {"name", "username", "apiVersion", "command", "installHint", "interactiveMode", "cmd-path",
+                    "client-certificate", "as", "as-uid", "provideClusterInfo"}
+_REDACTED = "<redacted>"
+
+
+@dataclass
+class _Merged:
+    """The files merged as the client's KubeConfigMerger does (`config` is what KubeConfigLoader takes), each entry
+    a ConfigNode named by its file, list and name only."""
+
+    config: ConfigNode
+    paths: list[str]
+    config_files: dict[str, dict]
+    secrets: set[str]
+
+    def scrub(self, message: str) -> str:
+        return scrub(message, self.secrets)
+
+
+def scrub(message: str, secrets: set[str]) -> str:
+    """The message without any credential of the kubeconfig, on one line."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, _REDACTED)
+    return safeload.short(message, 300)
+
+
+def _secrets(doc: dict) -> set[str]:
+    found: set[str] = set()
+    todo: list[tuple[object, bool]] = [(doc, False)]
+    while todo:
+        value, in_user = todo.pop()
+        if isinstance(value, list):
+            todo.extend((v, in_user) for v in value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                key = str(k).lower()
+                user = in_user or (k == "user" and isinstance(v, dict))
+                if isinstance(v, str):
+                    if any(part in key for part in _SECRET_KEY_PARTS) or (in_user and k not in _PLAIN_USER_KEYS):
+                        found.add(v)
+                else:
+                    todo.append((v, user))
+    return {s for s in found if len(s) >= 4}  # a shorter one would scrub words out of every message
+
+
+def _read_kubeconfig(path: str) -> tuple[dict, set[str]]:
+    where = f"invalid kubeconfig {path}"
+    try:
+        doc = safeload.yaml_value(safeload.read_file(path), f"kubeconfig {path}", safeload.ConfigLoader)
+    except safeload.InputError as e:
+        raise UsageError(f"{where}: {str(e).removeprefix(f'kubeconfig {path}: ')}") from None
+    if doc is None:
+        raise UsageError(f"{where}: the file is empty")
+    if not isinstance(doc, dict):
+        raise UsageError(f"{where}: not a kubeconfig")
+    secrets = _secrets(doc)
+    for item, inner in _ENTRIES.items():
+        entries = doc.get(item)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise UsageError(f"{where}: {item} must be a list")
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise UsageError(f"{where}: {item} must be a list of objects with a name")
+            if entry.get(inner) is not None and not isinstance(entry[inner], dict):
+                raise UsageError(f"{where}: {item}[{i}].{inner} must be an object")
+    if doc.get("current-context") is not None and not isinstance(doc["current-context"], str):
+        raise UsageError(f"{where}: current-context must be a string")
+    return doc, secrets
+
+
+def _merged(opts: KubeOptions) -> tuple[_Merged, str] | None:
+    _path_string, existing = _kubeconfig_paths(opts)
     if not existing:
         return None
-    try:
-        merger = KubeConfigMerger(path_string)
-    except (OSError, ValueError, TypeError, AttributeError) as e:
-        raise UsageError(f"invalid kubeconfig {path_string}: {e}") from None
-    except Exception as e:  # yaml errors carry line and column
-        raise UsageError(f"invalid kubeconfig {path_string}: {str(e).splitlines()[0]}") from None
-    if merger.config is None or not isinstance(merger.config.value, dict):
-        raise UsageError(f"invalid kubeconfig {path_string}: not a kubeconfig")
-    for item in ("clusters", "contexts", "users"):
-        if not isinstance(merger.config.value.get(item), list):
-            raise UsageError(f"invalid kubeconfig {path_string}: {item} must be a list")
-        for entry in merger.config.value[item]:  # the merger turns a map into a list of its keys
-            value = getattr(entry, "value", entry)
-            if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-                raise UsageError(f"invalid kubeconfig {path_string}: {item} must be a list of objects with a name")
+    merged: _Merged | None = None
+    for path in existing:
+        doc, secrets = _read_kubeconfig(path)
+        if merged is None:
+            base = {k: v for k, v in doc.items() if k not in _ENTRIES}
+            base.update({item: [] for item in _ENTRIES})
+            merged = _Merged(ConfigNode(f"kubeconfig {path}", base, path), [], {}, set())
+        merged.paths.append(path)
+        merged.config_files[path] = doc
+        merged.secrets |= secrets
+        for item in _ENTRIES:  # kubectl: for each name the first file that has it wins
+            have = {getattr(e, "value", e)["name"] for e in merged.config.value[item]}
+            for entry in doc.get(item) or ():
+                if entry["name"] not in have:
+                    have.add(entry["name"])
+                    name = f"kubeconfig {path}: {item}[name={printable(entry['name'])}]"
+                    merged.config.value[item].append(ConfigNode(name, entry, path))
+    assert merged is not None
     current = ""
-    for p in merger.paths:  # kubectl: the first file that sets current-context wins
-        value = (merger.config_files.get(p) or {}).get("current-context")
+    for p in merged.paths:  # kubectl: the first file that sets current-context wins
+        value = merged.config_files[p].get("current-context")
         if value:
             current = value
             break
-    return merger, opts.context or current
+    return merged, opts.context or current
 
 
-def _context_entry(merger: KubeConfigMerger, name: str) -> dict:
+def _context_entry(merger: _Merged, name: str) -> dict:
     for ctx in merger.config.value["contexts"]:
         value = ctx.value if hasattr(ctx, "value") else ctx
         if isinstance(value, dict) and value.get("name") == name:
-            return value.get("context") or {}
-    raise UsageError(f'context "{name}" does not exist in the kubeconfig')
+            entry = value.get("context") or {}
+            for key in ("cluster", "user", "namespace"):
+                if entry.get(key) is not None and not isinstance(entry[key], str):
+                    raise UsageError(f'context "{printable(name)}": {key} must be a string')
+            return entry
+    raise UsageError(f'context "{printable(name)}" does not exist in the kubeconfig')
 
 
-def _named(merger: KubeConfigMerger, kind: str, name: str | None) -> dict | None:
+def _named(merger: _Merged, kind: str, name: str | None) -> dict | None:
     for item in merger.config.value[kind]:
         value = getattr(item, "value", item)
         if isinstance(value, dict) and value.get("name") == name:
@@ -165,6 +252,13 @@ def connect(opts: KubeOptions) -> Connection:
         return Connection(k8s_client.ApiClient(cfg), cfg.host, "(in-cluster)", namespace, _timeout(opts))
 
     merger, ctx_name = merged
+    try:
+        return _connect(opts, cfg, merger, ctx_name)
+    except DeschedError as e:  # the client's words may quote the files: no credential leaves here
+        raise type(e)(merger.scrub(str(e))) from None
+
+
+def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
     if not ctx_name:
         raise UsageError("the kubeconfig has no current-context; pass --context")
     entry = dict(_context_entry(merger, ctx_name))
@@ -180,9 +274,9 @@ def connect(opts: KubeOptions) -> Connection:
         if name and not any((getattr(c, "value", c) or {}).get("name") == name for c in merger.config.value[kind]):
             if key == "user" and not opts.user:
                 continue  # kubectl tolerates a context naming a missing user: no credentials
-            raise UsageError(f'{key} "{name}" does not exist in the kubeconfig')
+            raise UsageError(f'{key} "{printable(name)}" does not exist in the kubeconfig')
     if not entry.get("cluster"):
-        raise UsageError(f'context "{ctx_name}" names no cluster')
+        raise UsageError(f'context "{printable(ctx_name)}" names no cluster')
     try:
         loader = KubeConfigLoader(config_dict=merger.config, active_context=_OVERRIDE_CONTEXT, config_base_path=None)
         with _client_log() as logged:
@@ -191,12 +285,16 @@ def connect(opts: KubeOptions) -> Connection:
         if user and "exec" in (user.get("user") or {}) and not (cfg.api_key or cfg.cert_file):
             # The client only logs a failed exec plugin and goes on without credentials; kubectl stops.
             why = logged[0] if logged else "it returned no token or client certificate"
-            raise UsageError(f'kubeconfig user "{entry.get("user")}": exec credential plugin failed: {why}')
+            raise UsageError(f'kubeconfig user "{printable(entry.get("user") or "")}": exec credential plugin failed: '
+                             f'{why}')
     except ConfigException as e:
-        raise UsageError(f"kubeconfig context {ctx_name}: {e}") from None
-    except (OSError, KeyError, TypeError, ValueError, AttributeError) as e:  # e.g. a server that is not a string
-        raise UsageError(f"kubeconfig context {ctx_name}: cannot load credentials: {e}") from None
+        raise UsageError(f"kubeconfig context {printable(ctx_name)}: {e}") from None
+    except UsageError:
+        raise
+    except Exception as e:
+        raise UsageError(f"kubeconfig context {printable(ctx_name)}: cannot load credentials: "
+                         f"{e or type(e).__name__}") from None
     if not cfg.host:
-        raise UsageError(f'cluster of context "{ctx_name}" has no server')
+        raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
     namespace = opts.namespace or entry.get("namespace") or "default"
     return Connection(k8s_client.ApiClient(cfg), cfg.host, ctx_name, namespace, _timeout(opts))

@@ -15,7 +15,14 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.model import ParseError, cycle_collector_paused, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import (
+    ParseError,
+    cycle_collector_paused,
+    extra_from_json,
+    node_from_json,
+    pdb_from_json,
+    pod_from_json,
+)
 from kubectl_desched.sanitize import one_line, shown
 from kubectl_desched.state import ClusterState
 
@@ -284,7 +291,10 @@ ADDON_APIS = {
 def _read_extra(conn: Connection, kind: str, warn: Callable[[str], None] = lambda _m: None) -> list[Any] | None:
     """The kind's objects; None for an optional kind that may not be listed (left out of the state)."""
     try:
-        return _read_all(conn, EXTRA_KINDS[kind], _SLIM.get(kind, lambda o: o), label=kind)
+        slim = _SLIM.get(kind, lambda o: o)
+        return _read_all(conn, EXTRA_KINDS[kind], lambda o: extra_from_json(kind, slim(o)), label=kind)
+    except ParseError as e:
+        raise DeschedError(f"reading {kind}: {e}") from None
     except ApiException as e:
         # 404: group not served; 503: an aggregated API registered but its server is down.
         if kind in ADDON_APIS and e.status in (404, 503):

@@ -2,7 +2,8 @@
 single objects, Lists, or multi-document YAML. `-` reads standard input.
 
 JSON is streamed (kube/jsonstream.py): each object becomes its lean model as soon as it is parsed, so a
-150,000-pod snapshot needs a few hundred MB instead of the many GB its parsed dicts would take."""
+150,000-pod snapshot needs a few hundred MB instead of the many GB its parsed dicts would take. YAML is read whole.
+Both are bounded in size and depth (safeload.py)."""
 
 from __future__ import annotations
 
@@ -13,33 +14,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-import yaml
-
+from kubectl_desched import safeload, shapes
 from kubectl_desched.errors import UsageError
-from kubectl_desched.kube.jsonstream import stream_json
+from kubectl_desched.kube.jsonstream import Refused, stream_json
 from kubectl_desched.model import (
     Node,
     ParseError,
     Pod,
     PodDisruptionBudget,
     cycle_collector_paused,
+    extra_from_json,
     node_from_json,
     pdb_from_json,
     pod_from_json,
 )
 from kubectl_desched.state import ClusterState
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster where the wheel has it
-
-
-def _yaml_documents(text: str, name: str) -> list[Any]:
-    try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UsageError(f"{name}: not valid YAML{where}: {problem}") from None
 
 
 def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:
@@ -70,7 +59,12 @@ def _with_list_kind(item: Any, list_kind: Any) -> Any:
 @contextlib.contextmanager
 def _opened(path: str) -> Iterator[TextIO]:
     if path == "-":
-        yield sys.stdin
+        f = safeload.stdin_text()
+        try:
+            yield f
+        finally:
+            if f is not sys.stdin:
+                f.detach()  # leave standard input open
         return
     try:
         f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below, errors named by the caller
@@ -80,19 +74,9 @@ def _opened(path: str) -> Iterator[TextIO]:
         yield f
 
 
-def _read_all(f: TextIO, path: str) -> str:
-    try:
-        return f.read()
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-
-
 def read_text(path: str) -> str:
-    with _opened(path) as f:
-        try:
-            return _read_all(f, path)
-        except UnicodeDecodeError:
-            raise UsageError(f"{path}: not a text file") from None
+    """A policy or a patch file (`-`: standard input), at most safeload.MAX_CONFIG_CHARS."""
+    return safeload.read_file(path)
 
 
 class _Collector:
@@ -114,12 +98,14 @@ class _Collector:
                     self.pods.append(pod_from_json(obj))
                 elif kind == "PodDisruptionBudget":
                     self.pdbs.append(pdb_from_json(obj))
+                elif isinstance(kind, str):
+                    self.extra[kind].append(extra_from_json(kind, obj))
                 else:
-                    self.extra[str(kind)].append(obj)
+                    raise UsageError(f"{name}: kind must be a string, not {shapes.describe(kind)}")
             except ParseError as e:
                 raise UsageError(f"{name}: {e}") from None
-            except (AttributeError, TypeError, ValueError) as e:
-                raise UsageError(f"{name}: malformed {kind}: {e}") from None
+            except (AttributeError, TypeError, ValueError) as e:  # the model's checks should have said why
+                raise UsageError(f"{name}: malformed {kind}: {safeload.short(str(e))}") from None
 
     def merge(self, other: _Collector) -> None:
         self.nodes += other.nodes
@@ -148,6 +134,8 @@ def _read_json(f: TextIO, head: str, name: str, into: _Collector) -> None:
         rest = stream_json(f, head, add)
     except json.JSONDecodeError as e:
         raise UsageError(f"{name}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    except Refused as e:
+        raise UsageError(f"{name}: line {e.lineno} column {e.colno}: {e.msg}") from None
     if bad:
         raise bad[0]
     list_kind = rest.get("kind") if rest is not None else None
@@ -174,10 +162,12 @@ def load_snapshot(paths: Iterable[str]) -> ClusterState:
                 if head.lstrip()[:1] in ("{", "["):
                     _read_json(f, head, name, found)
                 else:
-                    for doc in _yaml_documents(head + _read_all(f, path), name):
+                    text = safeload.read_bounded(f, name, safeload.MAX_YAML_SNAPSHOT_CHARS, head)
+                    for doc in safeload.yaml_documents(text, name, safeload.SnapshotLoader):
                         found.add(doc, name)
+                    del text
             except UnicodeDecodeError:
-                raise UsageError(f"{path}: not a text file") from None
+                raise UsageError(f"{name}: not a text file") from None
             except OSError as e:
                 raise UsageError(f"cannot read {path}: {e.strerror}") from None
     if not found.nodes:

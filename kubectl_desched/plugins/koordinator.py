@@ -4,9 +4,10 @@ allocatable. Used by LowNodeLoad to classify prod pods and to order evictions.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from kubectl_desched import safeload
+from kubectl_desched.errors import UsageError
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.quantity import resource_value
 
@@ -82,7 +83,8 @@ def raw_allocatable(node: Node) -> Mapping[str, float]:
     if not text:
         return node.allocatable
     try:
-        raw = json.loads(text)
-        return {str(k): resource_value(str(k), v) for k, v in raw.items()}
-    except (ValueError, TypeError, AttributeError):
+        raw = safeload.json_value(text, RAW_ALLOCATABLE)  # bounded: an annotation of a snapshot nobody vouched for
+        values = {str(k): resource_value(str(k), v) for k, v in raw.items()}
+        return node.allocatable if any(v < 0 for v in values.values()) else values
+    except (ValueError, TypeError, AttributeError, UsageError):
         return node.allocatable

@@ -83,7 +83,8 @@ def test_pod_without_requests_has_none() -> None:
 
 def test_bad_quantity_names_the_pod() -> None:
     raw = b.pod("p", "n1", cpu="lots", namespace="ns")
-    with pytest.raises(ParseError, match="pod ns/p: bad quantity"):
+    with pytest.raises(ParseError, match=r"^Pod ns/p: spec\.containers\[0\]\.resources\.requests\[cpu\]: must be a "
+                                         r"quantity such as 500m or 1Gi, not the string 'lots'$"):
         pod_from_json(raw)
 
 
@@ -279,7 +280,7 @@ def test_node_allocatable_falls_back_to_capacity() -> None:
 
 def test_node_bad_quantity_and_missing_name() -> None:
     raw = b.node("n1", cpu="four")
-    with pytest.raises(ParseError, match=r"node n1: bad quantity in status\.allocatable"):
+    with pytest.raises(ParseError, match=r"^Node n1: status\.allocatable\[cpu\]: must be a quantity"):
         node_from_json(raw)
     with pytest.raises(ParseError, match=r"without metadata\.name"):
         node_from_json({"kind": "Node", "metadata": {}})
@@ -329,7 +330,9 @@ def test_pdb_with_empty_selector_covers_the_whole_namespace() -> None:
 def test_pdb_bad_selector_is_a_parse_error() -> None:
     raw = b.pdb("bad", {})
     raw["spec"]["selector"] = {"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}
-    with pytest.raises(ParseError, match="PodDisruptionBudget bad: matchExpressions"):
+    with pytest.raises(ParseError, match=r"^PodDisruptionBudget default/bad: spec\.selector\.matchExpressions\[0\]"
+                                         r"\.operator: must be one of In, NotIn, Exists, DoesNotExist, not the "
+                                         r"string 'Near'$"):
         pdb_from_json(raw)
 
 

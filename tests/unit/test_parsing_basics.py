@@ -145,7 +145,6 @@ def test_parse_selector_bad_terms_name_the_term(term: str) -> None:
             {"app": "web", "env": "q"},
             False,
         ),
-        ({"matchLabels": {"replicas": 3}}, {"replicas": "3"}, True),  # values compared as strings
         ({}, {"a": "b"}, True),
         (None, {}, True),
     ],
@@ -173,6 +172,19 @@ def test_empty_label_selector_can_match_nothing() -> None:
         ({"matchExpressions": ["a"]}, r"matchExpressions\[0\] needs key and operator"),
         ({"matchLabels": ["a"]}, r"matchLabels must be a map"),
         ("app=web", r"must be an object"),
+        # Label values are strings, as the API server requires: YAML's 3 or yes are not "3" or "yes".
+        ({"matchLabels": {"replicas": 3}}, r"matchLabels\.replicas: must be a string, not the integer 3$"),
+        ({"matchLabels": {"sel": True}}, r"matchLabels\.sel: must be a string, not the boolean true \(YAML reads"),
+        ({"matchLabels": {1: "a"}}, r"matchLabels: keys must be strings, not the integer 1"),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": [False]}]},
+         r"matchExpressions\[0\]\.values\[0\]: must be a string, not the boolean false"),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": "x"}]},
+         r"matchExpressions\[0\]\.values: must be a list of strings"),
+        ({"matchExpressions": [{"key": ["a"], "operator": "Exists"}]},
+         r"matchExpressions\[0\]\.key: must be a string, not a list"),
+        ({"matchExpressions": [{"key": "a", "operator": {"x": 1}}]},
+         r"matchExpressions\[0\]: unknown operator an object"),
+        ({"matchExpressions": {"key": "a"}}, r"matchExpressions must be a list"),
     ],
 )
 def test_label_selector_errors(selector: Any, message: str) -> None:

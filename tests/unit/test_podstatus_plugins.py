@@ -470,7 +470,7 @@ def failed(name: str, node: str = "n1", *, reason_: str | None = None, container
 
 
 def test_failed_nothing_failed_nothing_evicted() -> None:
-    objs = [b.node("n1"), pod("running", containers=None),
+    objs = [b.node("n1"), pod("running"),
             status(pod("ran", phase="Succeeded"), containers=[cs(terminated="Completed")])]
     plan = plan_for(objs, RFP, {})
     assert evicted(plan) == []

@@ -156,11 +156,11 @@ def test_bad_object_names_file_and_object(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(yaml.safe_dump(b.cluster(b.node("n1"), b.pod("p", "n1", cpu="a-lot", namespace="ns"))))
     message = _one_line_error([str(f)])
-    assert message.startswith(f"{f}: pod ns/p: bad quantity")
+    assert message.startswith(f"{f}: Pod ns/p: spec.containers[0].resources.requests[cpu]: must be a quantity")
 
 
 def test_malformed_object(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(yaml.safe_dump(b.cluster(b.node("n1"), {"kind": "Pod", "metadata": "not-a-map"})))
     message = _one_line_error([str(f)])
-    assert message.startswith(f"{f}: malformed Pod")
+    assert message == f"{f}: a Pod: metadata: must be an object, not the string 'not-a-map'"
