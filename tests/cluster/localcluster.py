@@ -152,7 +152,11 @@ class LocalCluster:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> LocalCluster:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # whatever did start must not outlive the test run
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

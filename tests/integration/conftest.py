@@ -32,11 +32,8 @@ def build_binaries() -> Path:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     bin_dir = build_binaries()
     local = LocalCluster(bin_dir, tmp_path_factory.mktemp("cluster"))
-    try:
-        local.start()
+    with local:
         yield local
-    finally:
-        local.stop()
 
 
 @pytest.fixture
@@ -62,11 +59,8 @@ def oracle_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     so the nodes other tests leave behind must not be there."""
     bin_dir = build_binaries()
     local = LocalCluster(bin_dir, tmp_path_factory.mktemp("oracle-cluster"))
-    try:
-        local.start()
+    with local:
         yield local
-    finally:
-        local.stop()
 
 
 @pytest.fixture(scope="session")
@@ -87,12 +81,9 @@ def koord_cluster(tmp_path_factory: pytest.TempPathFactory, koord_descheduler: P
     if files is None:
         pytest.skip(why)
     local = LocalCluster(build_binaries(), tmp_path_factory.mktemp("koord-cluster"))
-    try:
-        local.start()
+    with local:
         install_koordinator(local)
         yield local
-    finally:
-        local.stop()
 
 
 def build_sim() -> Path:
@@ -106,11 +97,8 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     with a nodeSelector, and scopes the CLI with --node-selector, so tests do not see each other's pods."""
     bin_dir, sim_dir = build_binaries(), build_sim()
     local = SimCluster(bin_dir, sim_dir, tmp_path_factory.mktemp("sim"))
-    try:
-        local.start()
+    with local:
         yield local
-    finally:
-        local.stop()
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ import yaml
 from desched import as_json, desched
 from koordinator import JOBS, list_jobs
 
+from tests.processes import end
+
 pytestmark = pytest.mark.integration
 
 LNU = ["--thresholds", "cpu=20,memory=20,pods=20", "--target-thresholds", "cpu=50,memory=50,pods=50"]
@@ -55,12 +57,7 @@ def controller(cluster: Any, binary: Path, work: Path, **args: Any) -> Iterator[
             time.sleep(0.2)
         yield log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc)
 
 
 @pytest.fixture

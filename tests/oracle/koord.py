@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from tests.processes import end
+
 MODULE = "github.com/koordinator-sh/koordinator"
 VERSION = "v1.8.0"
 # The CRDs koord-descheduler needs: jobs (MigrationController), Reservations (it watches them), NodeMetrics
@@ -166,12 +168,7 @@ def run_koord(binary: Path, kubeconfig: Path, policy: Path, work: Path, *, cycle
                 break  # the last compared cycle ended when this one began
     finally:
         watchdog.cancel()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc)
     log = "".join(lines)
     found, errors = parse_log(log)
     if len(found) < cycles + 2 or errors:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.oracle.cases import NAMESPACED, Case
+from tests.processes import end
 
 DRY_RUN_EVICTION = "Evicted pod in dry run mode"
 CYCLE_START = "Resetting pod evictor counters"  # verbosity 3
@@ -231,12 +232,7 @@ def run_upstream(binary: Path, kubeconfig: Path, policy: Path, timeout: float = 
                     break
     finally:
         watchdog.cancel()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc)
     log = "".join(lines)
     cycles = parse_cycles(log)
     errors = [e for c in cycles for e in c.errors]
