@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.evictors.base import EvictionResult, Evictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
@@ -26,6 +25,7 @@ from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadRead
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import handling, signal_name
 from kubectl_desched.kube.access import missing_permissions
+from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 
 POLL = 0.5  # seconds between readiness reads of an owner
 
@@ -220,7 +220,7 @@ class Runner:
             if self.workloads is not None:
                 try:
                     w = self.workloads.workload(c.pod)
-                except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
                     self.note(f"{c.pod.key}: cannot read its owner ({type(e).__name__}): it will not be waited on")
             keys.append(w)
         return keys
@@ -230,7 +230,7 @@ class Runner:
         if follow is not None and self.workloads is not None:
             try:
                 before = self.workloads.readiness(follow)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError):
                 before = None
         try:
             r = self.evictor.evict(c, self.stop)
@@ -239,8 +239,8 @@ class Runner:
         if r.outcome == "evicted" and self.events is not None:
             try:
                 self.events.descheduled(c)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                why = f"HTTP {e.status}" if isinstance(e, ApiException) else type(e).__name__
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
+                why = f"HTTP {e.status}" if is_api_exception(e) else type(e).__name__
                 r.notes.append(f"event not recorded: {why}")
                 self.note(f"warning: {c.pod.key}: evicted, but the event could not be recorded ({why})")
         self._inbox.put(("result", i, r))
@@ -258,8 +258,8 @@ class Runner:
         while not self.stop.is_set():
             try:
                 seen = self.workloads.readiness(w)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                if isinstance(e, ApiException) and e.status == 404:
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
+                if is_api_exception(e) and e.status == 404:
                     return f"{w} no longer exists"
             else:
                 moved = before is None or seen.version != before.version

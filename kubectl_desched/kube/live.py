@@ -7,17 +7,21 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import ParseError, cycle_collector_paused, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.sanitize import one_line, shown
 from kubectl_desched.state import ClusterState
+
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 Progress = Callable[[str, int], None]
 PAGE_SIZE = 500  # kubectl's chunk size
@@ -102,7 +106,7 @@ def api_message(e: ApiException) -> str:
 
 def describe_api_error(e: Exception, what: str, server: str) -> DeschedError:
     """One line that says what failed and what the server or network said (sanitized: see api_message)."""
-    if isinstance(e, ApiException):
+    if is_api_exception(e):
         if e.status == 401:
             return DeschedError(f"{what}: unauthorized (401): the server at {server} rejected your credentials")
         if e.status == 403:
@@ -151,7 +155,7 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
                         _request_timeout=timeout or conn.timeout)
     data = resp.read()
     if not 200 <= resp.status <= 299:
-        raise ApiException(http_resp=resp)
+        raise api_exception()(http_resp=resp)
     return data
 
 
@@ -184,7 +188,7 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             query.append(("fieldSelector", field_selector))
         try:
             return request_raw(conn, "GET", path, query=query)
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
             raise
@@ -285,7 +289,7 @@ def _read_extra(conn: Connection, kind: str, warn: Callable[[str], None] = lambd
     """The kind's objects; None for an optional kind that may not be listed (left out of the state)."""
     try:
         return _read_all(conn, EXTRA_KINDS[kind], _SLIM.get(kind, lambda o: o), label=kind)
-    except ApiException as e:
+    except api_exception() as e:
         # 404: group not served; 503: an aggregated API registered but its server is down.
         if kind in ADDON_APIS and e.status in (404, 503):
             raise DeschedError(f"{ADDON_APIS[kind]} ({e.status} on {EXTRA_KINDS[kind]})") from None
@@ -324,7 +328,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)
         extra = _read_extras(conn, kinds, warn)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+    except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
 
@@ -337,7 +341,7 @@ def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[st
         paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
             return [b for found in pool.map(lambda p: _read_all(conn, p, pdb_from_json), paths) for b in found]
-    except ApiException as e:
+    except api_exception() as e:
         if e.status not in (403, 404):
             raise
         warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
@@ -358,13 +362,13 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
                              label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 404:
                 return None
             raise
         pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
         extra = _read_extras(conn, kinds, warn)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+    except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
                         extra=extra)
