@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -15,18 +15,10 @@ from kubectl_desched import __version__, interrupts
 from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult, Evictor
-from kubectl_desched.evictors.events import EventRecorder
-from kubectl_desched.evictors.eviction_api import EvictionApiEvictor, Progress
-from kubectl_desched.evictors.execute import Pacing, Runner
-from kubectl_desched.evictors.migration import MigrationEvictor, job_doc, phase_line, profile_settings, summary_table
-from kubectl_desched.evictors.workloads import WorkloadReader
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.kube.access import AccessCheckUnavailable
-from kubectl_desched.kube.config import Connection, KubeOptions, connect, context_namespace
-from kubectl_desched.kube.live import OPTIONAL_KINDS, read_cluster, read_node
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.policy import Policy
@@ -45,6 +37,13 @@ from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 
+# The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
+# `version`, `--help`, completion and snapshot runs start without them (~0.5 s).
+if TYPE_CHECKING:
+    from kubectl_desched.evictors.eviction_api import Progress
+    from kubectl_desched.evictors.execute import Runner
+    from kubectl_desched.kube.config import Connection, KubeOptions
+
 EXIT_NOT_CONFIRMED = 3
 EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129): see interrupts.py
 
@@ -62,9 +61,30 @@ def _split(values: tuple[str, ...] | list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
+# Module-level stand-ins that import on first call (and that tests can replace).
+def connect(opts: KubeOptions) -> Connection:
+    from kubectl_desched.kube.config import connect
+    return connect(opts)
+
+
+def read_cluster(conn: Connection, **kw: Any) -> ClusterState:
+    from kubectl_desched.kube.live import read_cluster
+    return read_cluster(conn, **kw)
+
+
+def read_node(conn: Connection, name: str, **kw: Any) -> ClusterState | None:
+    from kubectl_desched.kube.live import read_node
+    return read_node(conn, name, **kw)
+
+
+def _kube_options() -> KubeOptions:
+    from kubectl_desched.kube.config import KubeOptions
+    return KubeOptions()
+
+
 @dataclass
 class Options:
-    kube: KubeOptions = field(default_factory=KubeOptions)
+    kube: KubeOptions = field(default_factory=lambda: _kube_options())
     from_files: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
@@ -99,6 +119,7 @@ class Loaded:
 
 def default_namespace(opts: Options) -> str:
     """The context's namespace, as kubectl uses it; "default" for a snapshot when no kubeconfig can be read."""
+    from kubectl_desched.kube.config import context_namespace
     try:
         return context_namespace(opts.kube)
     except UsageError:
@@ -165,6 +186,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
+    from kubectl_desched.kube.live import OPTIONAL_KINDS
     if opts.from_files:
         if opts.yes or opts.dry_run == "server":
             raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
@@ -326,6 +348,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
+        from kubectl_desched.evictors.migration import MigrationEvictor, job_doc
         doc = document(plan, nodes, _meta(policy, loaded, mode), results)
         if runner is not None and results is not None and isinstance(runner.evictor, MigrationEvictor):
             tracks = runner.evictor.tracks
@@ -336,6 +359,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
 
 
 def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Painter) -> str:
+    from kubectl_desched.evictors.migration import MigrationEvictor, summary_table
     if isinstance(evictor, MigrationEvictor):
         return summary_table(results, evictor.tracks)
     return results_table(results, paint)
@@ -344,6 +368,8 @@ def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Paint
 def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None,
                  policy: Policy | None = None) -> Evictor:
     """The evictor --evictor names (the Eviction API unless told otherwise)."""
+    from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
+    from kubectl_desched.evictors.migration import MigrationEvictor, phase_line, profile_settings
     if opts.evictor == "migration":
         settings = profile_settings(policy.profiles if policy else [], opts.migration_mode, opts.migration_ttl,
                                     opts.grace_period)
@@ -355,6 +381,10 @@ def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress 
 
 
 def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet: bool) -> Runner:
+    from kubectl_desched.evictors.events import EventRecorder
+    from kubectl_desched.evictors.execute import Pacing, Runner
+    from kubectl_desched.evictors.workloads import WorkloadReader
+
     def progress(c: Candidate, message: str) -> None:
         click.echo(f"  {c.pod.namespace}/{c.pod.name}: {message}", err=True)
 
@@ -369,6 +399,7 @@ def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet
 
 def _preflight(runner: Runner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
     """Before the prompt: name every missing permission in one line and stop, rather than fail pod by pod."""
+    from kubectl_desched.kube.access import AccessCheckUnavailable
     try:
         missing, optional = runner.preflight(candidates)
     except AccessCheckUnavailable as e:

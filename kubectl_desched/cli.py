@@ -13,12 +13,11 @@ import click
 from tabulate import tabulate
 
 from kubectl_desched import __version__, app, safeload
-from kubectl_desched.durations import MAX_DURATION_SECONDS
+from kubectl_desched.durations import MAX_DURATION_SECONDS, parse_duration
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.kube.config import KubeOptions, parse_duration
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
@@ -268,6 +267,7 @@ def _options_from(kw: dict[str, Any]) -> app.Options:
     if kw.get("from_files") and any(kw.get(k) for k in ("kubeconfig", "context", "cluster", "user")):
         raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster and --user do not apply")
     timeout = parse_duration(kw.get("request_timeout") or "0")
+    from kubectl_desched.kube.config import KubeOptions  # imports the kubernetes client: only for a command that runs
     return app.Options(
         kube=KubeOptions(kw.get("kubeconfig"), kw.get("context"), kw.get("cluster"), kw.get("user"),
                          (app._split(kw["namespaces"]) or [None])[0] if kw.get("namespaces") else None, timeout),

@@ -7,14 +7,16 @@ from __future__ import annotations
 import socket
 import time
 from datetime import datetime
-
-from kubernetes.client.exceptions import ApiException
+from typing import TYPE_CHECKING
 
 from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, request_json
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 CONTROLLER = "kubectl-desched"
 ACTION = "Descheduled"
@@ -87,7 +89,7 @@ class EventRecorder:
                 request_json(self.conn, "POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body,
                              timeout=self.timeout)
                 return
-            except ApiException as e:
+            except api_exception() as e:
                 if e.status != 404:
                     raise
                 self.core_only = True

@@ -23,15 +23,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.evictors.base import EvictionResult, now, stopped_by
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import (
     NotJSON,
     api_message,
@@ -40,6 +39,11 @@ from kubectl_desched.kube.live import (
     request_json,
 )
 from kubectl_desched.sanitize import one_line
+
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
@@ -140,7 +144,7 @@ class EvictionApiEvictor:
         """The pod now (a quorum read), None if it is gone. Raises for other errors."""
         try:
             return request_json(self.conn, "GET", self._path(c), timeout=self.request_timeout)  # type: ignore[no-any-return]
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 404:
                 return None
             raise
@@ -155,7 +159,7 @@ class EvictionApiEvictor:
 
         try:
             current = self.read_pod(c)
-        except READ_ERRORS as e:
+        except read_errors() as e:
             return done("failed", f"not evicted: could not re-read the pod first: {self._describe(e, 'reading')}")
         verdict = pod_changed(c, current)
         if verdict:
@@ -172,7 +176,7 @@ class EvictionApiEvictor:
             try:
                 request_json(self.conn, "POST", f"{self._path(c)}/eviction", body=self._body(c, version),
                              query=[("dryRun", "All")] if self.server_dry_run else [], timeout=self.request_timeout)
-            except ApiException as e:
+            except api_exception() as e:
                 if e.status == 429:
                     last = self._blocked_message(e)
                     if self.server_dry_run:  # a preview answers at once with what the server said
@@ -192,7 +196,7 @@ class EvictionApiEvictor:
                     answer = f"{api_message(e)} ({e.status})"
                     try:
                         current = self.read_pod(c)
-                    except READ_ERRORS as err:
+                    except read_errors() as err:
                         why = f"the pod could not be re-read ({self._describe(err, 'reading')})"
                         if unsure_sends:
                             return done("unknown", f"{lost}; then {answer}; {why}: an earlier request may have "
@@ -237,7 +241,7 @@ class EvictionApiEvictor:
             stop.wait(self.unsure_backoff.delay(unsure_sends - 1))
             try:
                 current = self.read_pod(c)
-            except READ_ERRORS as e:
+            except read_errors() as e:
                 return done("unknown", f"{error}; the pod could not be re-read ({self._describe(e, 'reading')}): "
                                        "the eviction may have been applied")
             verdict = pod_changed(c, current)
@@ -277,7 +281,8 @@ class EvictionApiEvictor:
         return "failed", f"{msg} ({e.status})"
 
 
-READ_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
+def read_errors() -> tuple[type[Exception], ...]:
+    return (api_exception(), urllib3.exceptions.HTTPError, OSError)
 
 
 def server_words(e: ApiException) -> str:

@@ -8,15 +8,16 @@ when told), a second abandons them."""
 
 from __future__ import annotations
 
+import heapq
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.evictors.base import EvictionResult, Evictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
@@ -24,6 +25,7 @@ from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadRead
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import handling, signal_name
 from kubectl_desched.kube.access import missing_permissions
+from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 
 POLL = 0.5  # seconds between readiness reads of an owner
 
@@ -91,12 +93,29 @@ class Runner:
         self.stop.set()
 
     def _schedule(self, candidates: list[Candidate]) -> list[EvictionResult]:
+        # Linear bookkeeping (30,000 candidates): a heap of the candidates that may start as soon as pacing allows
+        # (bare ones, and the first pending pod of each free workload), and a deque of each workload's pending
+        # pods. Only a workload's first pending pod is ever startable, so no step rescans the plan.
         keys = self._workload_keys(candidates)
-        pending = list(range(len(candidates)))
+        n = len(candidates)
+        waiting = [True] * n  # not yet started nor finished
+        left = n  # how many are waiting
+        queues: dict[Workload, deque[int]] = {}
+        ready: list[int] = []  # min-heap of startable indices, in plan order
+        for i, w in enumerate(keys):
+            if w is None:
+                ready.append(i)  # ascending, so already a heap
+            elif w in queues:
+                queues[w].append(i)
+            else:
+                queues[w] = deque([i])
+                ready.append(i)
+        heapq.heapify(ready)
         results: dict[int, EvictionResult] = {}
         in_flight: set[int] = set()
         busy: set[Workload] = set()  # in flight or recovering: its next pod waits
         held: dict[Workload, str] = {}  # never came back within --timeout: its other pods are left alone
+        newly_held: list[Workload] = []  # their waiting pods are settled at the top of the next round
         following: set[int] = set()  # started with a recovery wait: "ready", not "result", frees the workload
         last_start: float | None = None
         told = 0
@@ -105,7 +124,7 @@ class Runner:
             results[i] = r
             self.on_result(r)
 
-        while pending or in_flight:
+        while left or in_flight:
             by = self.stop.by
             if self.presses > told:
                 told = self.presses
@@ -114,10 +133,15 @@ class Runner:
                     self.note(f"{said}: no new evictions; waiting for {len(in_flight)} in flight to finish "
                               f"({by} again to abandon them)" if in_flight else f"{said}: no new evictions")
             if self.stop.is_set():
-                for i in pending:
-                    finish(i, EvictionResult(candidates[i], "interrupted", f"not evicted: stopped by {by} before "
-                                                                           "its turn"))
-                pending = []
+                if left:  # once: every waiting candidate, in plan order
+                    for i in range(n):
+                        if waiting[i]:
+                            finish(i, EvictionResult(candidates[i], "interrupted", f"not evicted: stopped by {by} "
+                                                                                   "before its turn"))
+                    waiting = [False] * n
+                    left = 0
+                    queues.clear()
+                    ready.clear()
                 if self.presses >= 2 or not in_flight:
                     for i in sorted(in_flight):
                         finish(i, EvictionResult(candidates[i], "unknown", f"abandoned by a second {by} while the "
@@ -125,18 +149,26 @@ class Runner:
                                                  finished=now()))
                     in_flight.clear()
                     break
-            for i in list(pending):
-                w = keys[i]
-                if w in held:
-                    pending.remove(i)
+            for w in newly_held:
+                for i in queues.pop(w, ()):
+                    waiting[i] = False
+                    left -= 1
                     finish(i, EvictionResult(candidates[i], "held", f"not evicted: {held[w]}"))
-            start = self._next(pending, keys, busy, in_flight, last_start)
+            newly_held.clear()
+            start = self._next(ready, waiting, len(in_flight), last_start)
             if start is not None:
-                pending.remove(start)
+                heapq.heappop(ready)
+                waiting[start] = False
+                left -= 1
                 in_flight.add(start)
                 w = keys[start]
-                follow = w is not None and any(keys[j] == w for j in pending)
+                follow = False
                 if w is not None:
+                    q = queues[w]
+                    q.popleft()
+                    follow = bool(q)
+                    if not q:
+                        del queues[w]
                     busy.add(w)
                 if follow:
                     following.add(start)
@@ -145,7 +177,7 @@ class Runner:
                                  daemon=True, name=f"evict-{start}").start()
                 continue
             try:
-                kind, i, payload = self._inbox.get(timeout=self._wait(pending, last_start))
+                kind, i, payload = self._inbox.get(timeout=self._wait(left, last_start))
             except queue.Empty:
                 continue
             w = keys[i]
@@ -155,27 +187,28 @@ class Runner:
                     finish(i, payload)  # type: ignore[arg-type]
             elif payload and w is not None:  # "ready" with why the owner did not come back
                 held[w] = str(payload)
-            if w is not None and (kind == "ready" or i not in following):
+                newly_held.append(w)
+            if w is not None and (kind == "ready" or i not in following) and w in busy:
                 busy.discard(w)
-        return [results[i] for i in range(len(candidates))]
+                if w not in held and w in queues:
+                    heapq.heappush(ready, queues[w][0])  # its next pod may start
+        return [results[i] for i in range(n)]
 
-    def _next(self, pending: list[int], keys: list[Workload | None], busy: set[Workload], in_flight: set[int],
-              last_start: float | None) -> int | None:
-        """The first pending candidate that may start now, in plan order."""
-        if self.stop.is_set() or len(in_flight) >= self.pacing.max_in_flight:
+    def _next(self, ready: list[int], waiting: list[bool], in_flight: int, last_start: float | None) -> int | None:
+        """The first waiting candidate that may start now, in plan order (the top of the heap), if pacing allows."""
+        if self.stop.is_set() or in_flight >= self.pacing.max_in_flight:
             return None
         if last_start is not None and self.clock() - last_start < self.pacing.interval:
             return None
-        for i in pending:
-            if keys[i] is None or keys[i] not in busy:
-                return i
-        return None
+        while ready and not waiting[ready[0]]:
+            heapq.heappop(ready)  # settled since it was pushed (held)
+        return ready[0] if ready else None
 
-    def _wait(self, pending: list[int], last_start: float | None) -> float:
-        if pending and last_start is not None:
-            left = self.pacing.interval - (self.clock() - last_start)
-            if left > 0:
-                return min(left, 0.2)
+    def _wait(self, left: int, last_start: float | None) -> float:
+        if left and last_start is not None:
+            remaining = self.pacing.interval - (self.clock() - last_start)
+            if remaining > 0:
+                return min(remaining, 0.2)
         return 0.2
 
     def _workload_keys(self, candidates: list[Candidate]) -> list[Workload | None]:
@@ -187,7 +220,7 @@ class Runner:
             if self.workloads is not None:
                 try:
                     w = self.workloads.workload(c.pod)
-                except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
                     self.note(f"{c.pod.key}: cannot read its owner ({type(e).__name__}): it will not be waited on")
             keys.append(w)
         return keys
@@ -197,7 +230,7 @@ class Runner:
         if follow is not None and self.workloads is not None:
             try:
                 before = self.workloads.readiness(follow)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError):
                 before = None
         try:
             r = self.evictor.evict(c, self.stop)
@@ -206,8 +239,8 @@ class Runner:
         if r.outcome == "evicted" and self.events is not None:
             try:
                 self.events.descheduled(c)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                why = f"HTTP {e.status}" if isinstance(e, ApiException) else type(e).__name__
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
+                why = f"HTTP {e.status}" if is_api_exception(e) else type(e).__name__
                 r.notes.append(f"event not recorded: {why}")
                 self.note(f"warning: {c.pod.key}: evicted, but the event could not be recorded ({why})")
         self._inbox.put(("result", i, r))
@@ -225,8 +258,8 @@ class Runner:
         while not self.stop.is_set():
             try:
                 seen = self.workloads.readiness(w)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                if isinstance(e, ApiException) and e.status == 404:
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
+                if is_api_exception(e) and e.status == 404:
                     return f"{w} no longer exists"
             else:
                 moved = before is None or seen.version != before.version

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 from tabulate import tabulate
 
 from kubectl_desched.durations import format_duration
@@ -24,10 +23,15 @@ from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 GROUP = "scheduling.koordinator.sh"
 VERSION = "v1alpha1"
@@ -279,7 +283,7 @@ def require_served(conn: Connection) -> None:
     """Discovery of scheduling.koordinator.sh/v1alpha1 must list podmigrationjobs."""
     try:
         doc = request_json(conn, "GET", GROUP_VERSION_PATH, timeout=bounded_timeout(conn))
-    except ApiException as e:
+    except api_exception() as e:
         if e.status == 404:
             raise DeschedError(NOT_SERVED) from None
         raise describe_api_error(e, "checking for the PodMigrationJob API", conn.server) from None
@@ -347,7 +351,7 @@ class MigrationEvictor:
             changed = self._pod_changed(c)
             if changed is not None:
                 return EvictionResult(c, *changed, started, now(), attempts=0)
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+        except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
             return EvictionResult(c, "failed", str(describe_api_error(e, "before creating the job", self.conn.server)),
                                   started, now())
         settings = self.settings_for(c)
@@ -357,7 +361,7 @@ class MigrationEvictor:
         query = [("dryRun", "All")] if self.server_dry_run else []
         try:
             job = request_json(self.conn, "POST", JOBS_PATH, query=query, body=body, timeout=bounded_timeout(self.conn))
-        except ApiException as e:
+        except api_exception() as e:
             return EvictionResult(c, *self._classify(e), started, now(), attempts=1)
         except (urllib3.exceptions.HTTPError, OSError) as e:
             # The request may have reached the server: look for the job rather than create a second one.
@@ -392,7 +396,7 @@ class MigrationEvictor:
         try:
             pod = request_json(self.conn, "GET", f"/api/v1/namespaces/{p.namespace}/pods/{p.name}",
                                timeout=bounded_timeout(self.conn))
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 404:
                 return "gone", "pod no longer exists: no job created"
             raise
@@ -408,7 +412,7 @@ class MigrationEvictor:
     def _find_own_job(self, c: Candidate) -> Mapping[str, Any] | None:
         try:
             jobs = list(self._list(f"{RUN_LABEL}={self.run_id}"))
-        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+        except (api_exception(), urllib3.exceptions.HTTPError, OSError):
             return None
         return next((j for j in jobs if same_pod(j, c.pod.namespace, c.pod.name, c.pod.uid)), None)
 
@@ -546,7 +550,7 @@ class _Follower(threading.Thread):
             try:
                 doc = request_json(ev.conn, "GET", JOBS_PATH, query=[("labelSelector", self.selector)],
                                    timeout=bounded_timeout(ev.conn))
-            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            except (api_exception(), urllib3.exceptions.HTTPError, OSError):
                 self.stopped.wait(1.0)  # a blip while waiting: try again until settle() gives up
                 continue
             ev.apply_list(doc.get("items") or [], before)
@@ -571,7 +575,7 @@ class _Follower(threading.Thread):
                             _request_timeout=conn.timeout)
         self._response = resp.response
         if resp.status != 200:
-            raise ApiException(http_resp=resp)
+            raise api_exception()(http_resp=resp)
         if self.stopped.is_set():
             return
         buffer = b""

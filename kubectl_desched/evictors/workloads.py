@@ -6,14 +6,15 @@ ReplicaSet, a StatefulSet or a ReplicationController. Readiness is status.readyR
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from kubernetes.client.exceptions import ApiException
+from typing import TYPE_CHECKING, Any
 
 from kubectl_desched.kube.access import Permission
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, request_json
 from kubectl_desched.model import Pod
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 _PATHS = {
     "Deployment": ("apps", "deployments"),
@@ -90,7 +91,7 @@ class WorkloadReader:
     def _deployment_of(self, rs: Workload) -> Workload:
         try:
             obj = request_json(self.conn, "GET", rs.path, timeout=self.timeout)
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 404:
                 return rs
             raise

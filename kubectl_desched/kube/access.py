@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import NotJSON, bounded_timeout, describe_api_error, json_type, request_json
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
@@ -64,7 +67,7 @@ def missing_permissions(conn: Connection, needed: Iterable[Permission], namespac
             wide = dict(zip(needed, pool.map(lambda p: allowed(conn, p), needed), strict=True))
             narrow = [p.in_namespace(ns) for p in needed if not wide[p] for ns in namespaces]
             verdicts = dict(zip(narrow, pool.map(lambda p: allowed(conn, p), narrow), strict=True))
-    except ApiException as e:
+    except api_exception() as e:
         if e.status in (403, 404):
             raise AccessCheckUnavailable(f"cannot check permissions: SelfSubjectAccessReview answered {e.status}") \
                 from None

@@ -7,14 +7,13 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import (
     ParseError,
     cycle_collector_paused,
@@ -25,6 +24,11 @@ from kubectl_desched.model import (
 )
 from kubectl_desched.sanitize import one_line, shown
 from kubectl_desched.state import ClusterState
+
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
 
 Progress = Callable[[str, int], None]
 PAGE_SIZE = 500  # kubectl's chunk size
@@ -109,7 +113,7 @@ def api_message(e: ApiException) -> str:
 
 def describe_api_error(e: Exception, what: str, server: str) -> DeschedError:
     """One line that says what failed and what the server or network said (sanitized: see api_message)."""
-    if isinstance(e, ApiException):
+    if is_api_exception(e):
         if e.status == 401:
             return DeschedError(f"{what}: unauthorized (401): the server at {server} rejected your credentials")
         if e.status == 403:
@@ -150,7 +154,9 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                 body: Any = None, timeout: float | tuple[float, float] | None = None) -> bytes:
     api = conn.api
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~5x smaller),
+    # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
+    headers = {"Accept": "application/json", "Content-Type": "application/json", "Accept-Encoding": "gzip"}
     method, url, headers, body, post = api.param_serialize(
         method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"],
     )
@@ -158,7 +164,7 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
                         _request_timeout=timeout or conn.timeout)
     data = resp.read()
     if not 200 <= resp.status <= 299:
-        raise ApiException(http_resp=resp)
+        raise api_exception()(http_resp=resp)
     return data
 
 
@@ -191,7 +197,7 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             query.append(("fieldSelector", field_selector))
         try:
             return request_raw(conn, "GET", path, query=query)
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
             raise
@@ -295,7 +301,7 @@ def _read_extra(conn: Connection, kind: str, warn: Callable[[str], None] = lambd
         return _read_all(conn, EXTRA_KINDS[kind], lambda o: extra_from_json(kind, slim(o)), label=kind)
     except ParseError as e:
         raise DeschedError(f"reading {kind}: {e}") from None
-    except ApiException as e:
+    except api_exception() as e:
         # 404: group not served; 503: an aggregated API registered but its server is down.
         if kind in ADDON_APIS and e.status in (404, 503):
             raise DeschedError(f"{ADDON_APIS[kind]} ({e.status} on {EXTRA_KINDS[kind]})") from None
@@ -334,7 +340,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)
         extra = _read_extras(conn, kinds, warn)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+    except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
 
@@ -347,7 +353,7 @@ def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[st
         paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
             return [b for found in pool.map(lambda p: _read_all(conn, p, pdb_from_json), paths) for b in found]
-    except ApiException as e:
+    except api_exception() as e:
         if e.status not in (403, 404):
             raise
         warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
@@ -368,13 +374,13 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
                              label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
-        except ApiException as e:
+        except api_exception() as e:
             if e.status == 404:
                 return None
             raise
         pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
         extra = _read_extras(conn, kinds, warn)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+    except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
                         extra=extra)
