@@ -205,8 +205,8 @@ def _ts(text: str) -> datetime:
 
 def test_two_operators_at_once_on_the_same_deployment(sim: SimCluster, sim_namespace: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """Two confirmed balances started together plan the same pods; each pod goes at most once, the budget holds
-    throughout, and the cluster loses no more pods than one plan asked for."""
+    """Two confirmed balances started together: each pod goes at most once, only planned pods go, and the budget
+    holds throughout."""
     ns = sim_namespace
     _nodes(sim, ns, "a", "b", "c")
     sim.apply(deployment(ns, "web", 9, cpu="1", memory="1Gi", node_selector={"sim-test": ns}))
@@ -236,11 +236,13 @@ def test_two_operators_at_once_on_the_same_deployment(sim: SimCluster, sim_names
             sys.stdout.write(f"\noperator {i}: " + ", ".join(f"{e['pod'][-5:]} {e['result']} ({e['attempts']})"
                                                             for e in d["evictions"]))
         sys.stdout.write(f"\nlowest ready web pods seen: {lowest['web']} (budget: 8 of 9)\n")
-    assert set(results) <= {"evicted", "gone", "terminating"}, results
+    assert set(results) <= {"evicted", "gone", "terminating", "conflict"}, results
     assert max(evicted.values()) == 1  # no pod evicted twice
     gone = before - set(sim.placements(ns))
     assert gone == set(evicted)  # every pod that left was evicted by one of the two, and only those
-    assert 1 <= len(gone) <= len(planned)  # together no more than one plan
+    # each run plans from what it reads; one that reads after the other's replacements are placed may plan other
+    # pods, so together they evict no more than their two plans, and never a pod neither planned
+    assert gone and gone <= {c["pod"] for d in docs for c in d["candidates"]}
     assert lowest["web"] >= 8, lowest
     assert len(sim.placements(ns)) == 9
     again = as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json"))
