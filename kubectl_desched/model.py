@@ -602,7 +602,9 @@ def pdb_from_json(obj: Mapping[str, Any]) -> PodDisruptionBudget:
         name = _required_name("PodDisruptionBudget", meta)
         status = _dict(obj.get("status"))
         try:
-            selector = label_selector(_dict(obj.get("spec")).get("selector"), empty_matches_all=True)
+            raw_selector = _dict(obj.get("spec")).get("selector")
+            # policy/v1: an empty selector covers every pod of the namespace, a missing one none (as upstream)
+            selector = label_selector(raw_selector) if raw_selector is not None else _covers_nothing
         except ValueError as e:
             raise ParseError(f"{_name('PodDisruptionBudget', obj)}: spec.selector: {e}") from None
         generation = meta.get("generation")
@@ -629,3 +631,7 @@ def extra_from_json(kind: str, obj: Any) -> Any:
         if problem is not None:
             raise ParseError(f"{_name(kind, obj)}: {problem}")
     return obj
+
+
+def _covers_nothing(_labels: Mapping[str, str]) -> bool:
+    return False

@@ -436,3 +436,16 @@ def test_replicas_share_equal_values_and_pdbs_still_match_per_namespace() -> Non
     assert [x.name for x in state.pdbs_for(pods[1])] == ["web"]
     assert [x.name for x in state.pdbs_for(pods[2])] == ["all"]  # same labels, another namespace
     assert state.pdbs_for(other) == []
+
+
+def test_a_pdb_without_a_selector_covers_no_pod_and_an_empty_one_every_pod() -> None:
+    """policy/v1 (and upstream's PodsWithoutPDB): a missing selector selects nothing, {} the whole namespace."""
+    pod = pod_from_json(b.pod("p", "n1", labels={"app": "web"}))
+    missing = b.pdb("none", {})
+    del missing["spec"]["selector"]
+    empty = b.pdb("all", {})
+    empty["spec"]["selector"] = {}
+    assert not pdb_from_json(missing).covers(pod)
+    assert pdb_from_json(empty).covers(pod)
+    assert pdb_from_json(b.pdb("web", {"app": "web"})).covers(pod)
+    assert not pdb_from_json(b.pdb("db", {"app": "db"})).covers(pod)
