@@ -11,8 +11,11 @@ tests/integration/test_migration_jobs_koord.py (koord-descheduler built by tests
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from typing import Any
 import yaml
 
 from tests.oracle.koord import crd_files
+from tests.processes import end
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "cluster" / "crds"
 CRD_NAME = "podmigrationjobs.scheduling.koordinator.sh"
@@ -189,3 +193,37 @@ class FakeMigrationController(threading.Thread):
     def __exit__(self, *exc: object) -> None:
         self.halt.set()
         self.join(timeout=10)
+
+
+READY = "Starting workers"  # koord-descheduler logs it once its MigrationController runs
+
+
+@contextlib.contextmanager
+def controller(cluster: Any, binary: Path, work: Path, **args: Any) -> Iterator[Path]:
+    """koord-descheduler with LowNodeLoad paused and these MigrationController args; yields its log file."""
+    config = {
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
+        "leaderElection": {"leaderElect": False}, "clientConnection": {"kubeconfig": str(cluster.kubeconfig_for())},
+        "deschedulingInterval": "60s", "healthzBindAddress": "127.0.0.1:0", "metricsBindAddress": "127.0.0.1:0",
+        "profiles": [{"name": "koord", "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                      "pluginConfig": [
+                          {"name": "MigrationController", "args": {
+                              "apiVersion": "descheduler/v1alpha2", "kind": "MigrationControllerArgs", **args}},
+                          {"name": "LowNodeLoad", "args": {
+                              "apiVersion": "descheduler/v1alpha2", "kind": "LowNodeLoadArgs", "paused": True,
+                              "dryRun": True, "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}}]}],
+    }
+    path = work / "koord-controller.yaml"
+    path.write_text(yaml.safe_dump(config))
+    log = work / "koord-controller.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(binary), f"--config={path}", "--secure-port=0", "--v=2"],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while READY not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, f"koord-descheduler:\n{log.read_text()[-4000:]}"
+            time.sleep(0.2)
+        yield log
+    finally:
+        end(proc)

@@ -8,56 +8,19 @@ these runs evict with --grace-period 0."""
 
 from __future__ import annotations
 
-import contextlib
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from desched import as_json, desched
-from koordinator import JOBS, list_jobs
-
-from tests.processes import end
+from koordinator import JOBS, controller, list_jobs
 
 pytestmark = pytest.mark.integration
 
 LNU = ["--thresholds", "cpu=20,memory=20,pods=20", "--target-thresholds", "cpu=50,memory=50,pods=50"]
-READY = "Starting workers"
-
-
-@contextlib.contextmanager
-def controller(cluster: Any, binary: Path, work: Path, **args: Any) -> Iterator[Path]:
-    """koord-descheduler with LowNodeLoad paused and these MigrationController args; yields its log file."""
-    config = {
-        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
-        "leaderElection": {"leaderElect": False}, "clientConnection": {"kubeconfig": str(cluster.kubeconfig_for())},
-        "deschedulingInterval": "60s", "healthzBindAddress": "127.0.0.1:0", "metricsBindAddress": "127.0.0.1:0",
-        "profiles": [{"name": "koord", "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-                      "pluginConfig": [
-                          {"name": "MigrationController", "args": {
-                              "apiVersion": "descheduler/v1alpha2", "kind": "MigrationControllerArgs", **args}},
-                          {"name": "LowNodeLoad", "args": {
-                              "apiVersion": "descheduler/v1alpha2", "kind": "LowNodeLoadArgs", "paused": True,
-                              "dryRun": True, "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}}]}],
-    }
-    path = work / "koord-controller.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log = work / "koord-controller.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(binary), f"--config={path}", "--secure-port=0", "--v=2"],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while READY not in log.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, f"koord-descheduler:\n{log.read_text()[-4000:]}"
-            time.sleep(0.2)
-        yield log
-    finally:
-        end(proc)
 
 
 @pytest.fixture
