@@ -361,7 +361,8 @@ def _requests(c: Any) -> dict[str, float]:
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
     """Effective requests as the scheduler counts them: containers (plus restartable init sidecars),
-    or the largest init container if that is more, plus pod overhead."""
+    or the largest init container if that is more, cpu/memory/hugepages replaced by the pod-level requests where
+    set, plus pod overhead."""
     total: dict[str, float] = {}
     for c in _list(spec.get("containers")):
         _add(total, _requests(c))
@@ -378,6 +379,11 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
             _max(init_peak, step)
     _add(total, sidecars)
     _max(total, init_peak)
+    pod_level = spec.get("resources")
+    if pod_level is not None:  # PodLevelResources: the pod's own requests replace its containers' for these
+        for name, value in _requests({"resources": pod_level}).items():
+            if name in ("cpu", "memory") or name.startswith("hugepages-"):
+                total[name] = value
     _add(total, _resources(spec.get("overhead")))
     return total
 

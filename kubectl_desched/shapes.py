@@ -347,6 +347,7 @@ POD = obj({
         "containers": list_of(_CONTAINER, non_empty=True),
         "initContainers": list_of(_CONTAINER),
         "overhead": quantities,
+        "resources": _RESOURCES,
         "volumes": list_of(_VOLUME),
         "priority": int32,
         "priorityClassName": string,

@@ -449,3 +449,16 @@ def test_a_pdb_without_a_selector_covers_no_pod_and_an_empty_one_every_pod() -> 
     assert pdb_from_json(empty).covers(pod)
     assert pdb_from_json(b.pdb("web", {"app": "web"})).covers(pod)
     assert not pdb_from_json(b.pdb("db", {"app": "db"})).covers(pod)
+
+
+def test_pod_level_requests_replace_the_containers_for_cpu_memory_and_hugepages() -> None:
+    raw = b.pod("p", "n1", cpu="100m", memory="64Mi")
+    raw["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    raw["spec"]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "4Mi"}}
+    raw["spec"]["overhead"] = {"cpu": "50m"}
+    req = pod_from_json(raw).requests
+    assert req["cpu"] == 1050 and req["memory"] == 1024**3 and req["hugepages-2Mi"] == 4 * 1024**2
+    assert req["nvidia.com/gpu"] == 1  # not a pod-level resource: the containers' request stays
+    raw["spec"]["resources"] = {"requests": {"cpu": "lots"}}
+    with pytest.raises(ParseError, match=r"spec\.resources\.requests\[cpu\]"):
+        pod_from_json(raw)
