@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kubectl_desched import shapes
+from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.quantity import resource_value
 from kubectl_desched.safeload import short
 from kubectl_desched.selectors import Matcher, label_selector
@@ -300,7 +302,24 @@ def _required_name(kind: str, meta: Mapping[str, Any]) -> str:
         raise Invalid("metadata.name", not_a("a string", name))
     if not name:
         raise ParseError(f"a {kind} without metadata.name")
+    if not _NAME.fullmatch(name) or len(name) > SUBDOMAIN_MAX:  # what the API server admits; nothing to print raw
+        raise Invalid("metadata.name", dns1123_subdomain_problem(name) or "is not a valid name")
     return name
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_seen_names: set[str] = set()  # namespaces and node names repeat over thousands of pods: check each once
+
+
+def _checked(field: str, value: str, problem: Callable[[str], str | None]) -> str:
+    if value in _seen_names:
+        return value
+    why = problem(value)
+    if why is not None:
+        raise Invalid(field, why)
+    if len(_seen_names) < 100_000:
+        _seen_names.add(value)
+    return value
 
 
 def _resources(raw: Any) -> dict[str, float]:
@@ -500,6 +519,8 @@ def _pod(obj: Mapping[str, Any]) -> Pod:
     namespace = meta.get("namespace")
     if type(namespace) is not str:
         namespace = _str(namespace)
+    if namespace:
+        _checked("metadata.namespace", namespace, dns1123_label_problem)
     spec = obj.get("spec")
     if type(spec) is not dict:
         raise _Wrong
@@ -553,6 +574,8 @@ def _pod(obj: Mapping[str, Any]) -> Pod:
     if claims is not None and type(claims) is not list:
         raise _Wrong
     node_name = spec.get("nodeName")
+    if type(node_name) is str and node_name:
+        _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
     uid = meta.get("uid")
     phase = status.get("phase")
     deleted = meta.get("deletionTimestamp")

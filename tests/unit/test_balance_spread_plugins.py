@@ -454,12 +454,12 @@ def test_node_affinity_policy_ignore_and_fit_order() -> None:
     # one constraint for all three pods; of zoneA's two, the one that fits the empty zoneC goes
     constraint = zone_spread(nodeAffinityPolicy="Ignore")
     arm = {"kubernetes.io/arch": "arm64"}
-    objs = [zone_node("A1", "zoneA", labels=arm), zone_node("B1", "zoneB", labels=arm),
-            zone_node("C1", "zoneC", labels=arm)]
+    objs = [zone_node("a1", "zoneA", labels=arm), zone_node("b1", "zoneB", labels=arm),
+            zone_node("c1", "zoneC", labels=arm)]
     pods = Pods()
-    objs += pods.on("A1", constraints=constraint, nodeSelector=arm)
-    objs += pods.on("A1", constraints=constraint, nodeSelector={**arm, "zone": "zoneA"})
-    objs += pods.on("B1", constraints=constraint, nodeSelector=arm)
+    objs += pods.on("a1", constraints=constraint, nodeSelector=arm)
+    objs += pods.on("a1", constraints=constraint, nodeSelector={**arm, "zone": "zoneA"})
+    objs += pods.on("b1", constraints=constraint, nodeSelector=arm)
     assert tsc(objs) == ["p000"]
 
 
@@ -513,15 +513,15 @@ def test_three_zones_not_enough_cpu_in_the_emptiest() -> None:
 
 def test_below_average_nodes_only() -> None:
     # zoneA is below average but neither of its nodes has room; zoneB is not below average
-    objs = [zone_node("A1", "zoneA", cpu="150m"), zone_node("B1", "zoneB"), zone_node("C1", "zoneC"),
-            zone_node("A2", "zoneA", cpu="50m"), zone_node("B2", "zoneB"), zone_node("C2", "zoneC")]
-    objs += layout({"A1": 1, "B1": 1, "B2": 1, "C1": 2, "C2": 1})
+    objs = [zone_node("a1", "zoneA", cpu="150m"), zone_node("b1", "zoneB"), zone_node("c1", "zoneC"),
+            zone_node("a2", "zoneA", cpu="50m"), zone_node("b2", "zoneB"), zone_node("c2", "zoneC")]
+    objs += layout({"a1": 1, "b1": 1, "b2": 1, "c1": 2, "c2": 1})
     assert tsc(objs, evictor_args={"nodeFit": True}) == []
 
 
 def test_domains_of_several_nodes() -> None:
-    objs = [zone_node("A1", "zoneA"), zone_node("A2", "zoneA"), zone_node("B1", "zoneB"), zone_node("B2", "zoneB")]
-    objs += layout({"A1": 1, "A2": 4, "B1": 2, "B2": 1})
+    objs = [zone_node("a1", "zoneA"), zone_node("a2", "zoneA"), zone_node("b1", "zoneB"), zone_node("b2", "zoneB")]
+    objs += layout({"a1": 1, "a2": 4, "b1": 2, "b2": 1})
     assert tsc(objs, evictor_args={"nodeFit": True}) == ["p004"]
 
 
@@ -612,8 +612,8 @@ def test_anti_affinity_on_the_emptier_node() -> None:
 
 
 def test_spread_limits() -> None:
-    objs = [zone_node("A1", "zoneA"), zone_node("A2", "zoneA"), zone_node("B1", "zoneB")]
-    objs += layout({"A1": 3, "A2": 3})  # [6, 0]: three move, taken from A2's end
+    objs = [zone_node("a1", "zoneA"), zone_node("a2", "zoneA"), zone_node("b1", "zoneB")]
+    objs += layout({"a1": 3, "a2": 3})  # [6, 0]: three move, taken from a2's end
     assert tsc(objs) == ["p003", "p004", "p005"]
     plan = plan_for(objs, TSC, limits={"maxNoOfPodsToEvictPerNode": 1})
     assert evicted(plan) == ["p003"]

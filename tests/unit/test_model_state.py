@@ -462,3 +462,19 @@ def test_pod_level_requests_replace_the_containers_for_cpu_memory_and_hugepages(
     raw["spec"]["resources"] = {"requests": {"cpu": "lots"}}
     with pytest.raises(ParseError, match=r"spec\.resources\.requests\[cpu\]"):
         pod_from_json(raw)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("name", "web\x1b[2J\x1b[31mEVICTED"), ("name", "Web_1"), ("name", "x" * 254),
+    ("namespace", "Bad_NS!"), ("namespace", "shop\nerror: forged"), ("nodeName", "n1\r"),
+])
+def test_names_the_api_server_would_refuse_are_refused_before_anything_prints_them(field: str, value: str) -> None:
+    raw = b.pod("p", "n1")
+    if field == "nodeName":
+        raw["spec"]["nodeName"] = value
+    else:
+        raw["metadata"][field] = value
+    path = "spec.nodeName" if field == "nodeName" else f"metadata.{field}"
+    with pytest.raises(ParseError, match=rf": {path}: ") as info:
+        pod_from_json(raw)
+    assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
