@@ -299,3 +299,14 @@ def ready(obj: dict[str, Any], is_ready: bool = True) -> dict[str, Any]:
     """The pod with a Ready condition (True or False), as a kubelet reports it."""
     obj["status"]["conditions"] = [condition("Ready", "True" if is_ready else "False")]
     return obj
+
+
+def isolate_from_the_user(tmp_path: Any, monkeypatch: Any) -> None:
+    """A CLI test must not read the developer's kubeconfig, in-cluster settings or colours: an empty HOME, a missing
+    KUBECONFIG, no service host, no colour, and the temporary directory as the working directory."""
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.chdir(tmp_path)

@@ -334,7 +334,11 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Terminate the apiserver, then etcd. Safe to call more than once."""
-        for name in ("kube-apiserver", "etcd"):
+        self._stop_named("kube-apiserver", "etcd")
+
+    def _stop_named(self, *names: str) -> None:
+        """Terminate these components in this order (those not running are skipped), killing any that hang."""
+        for name in names:
             proc = self._procs.pop(name, None)
             if proc is None or proc.poll() is not None:
                 continue

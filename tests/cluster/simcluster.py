@@ -314,18 +314,9 @@ class SimCluster(LocalCluster):
         super().stop()
 
     def _stop_components(self, *names: str) -> None:
-        for name in names:
-            if name == "metrics-server":
-                self.metrics_port = 0
-            proc = self._procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        if "metrics-server" in names:
+            self.metrics_port = 0
+        self._stop_named(*names)
 
     def pids(self) -> dict[str, int]:
         """Process ids of the running components, by name."""

@@ -29,12 +29,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "bad-snap.yaml").write_text("kind: List\nitems: [\n")
     (tmp_path / "bad-policy.yaml").write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
                                               "profiles: [\n")
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.chdir(tmp_path)
+    b.isolate_from_the_user(tmp_path, monkeypatch)
     return tmp_path
 
 

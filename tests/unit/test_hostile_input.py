@@ -26,12 +26,7 @@ SECRET = "SECRET-TOKEN-do-not-print-0123456789"
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.chdir(tmp_path)
+    b.isolate_from_the_user(tmp_path, monkeypatch)
     (tmp_path / "policy.yaml").write_text((REPO / "examples" / "descheduler-policy.yaml").read_text())
     write_snapshot(tmp_path / "snap.json", cluster())
     return tmp_path
