@@ -54,12 +54,14 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
 
 @contextlib.contextmanager
 def handling(handler: Handler) -> Iterator[None]:
-    """`handler` for SIGINT, SIGTERM and SIGHUP inside the block, the previous handlers restored after. Only the
+    """`handler` for SIGINT, SIGTERM and SIGHUP inside the block (those not ignored), the previous handlers restored
+    after. Only the
     main thread may install signal handlers: elsewhere (tests driving the app from a thread) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    # A signal the process was started ignoring stays ignored: nohup's SIGHUP, a background job's SIGINT.
+    previous = {s: signal.signal(s, handler) for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:
