@@ -31,7 +31,8 @@ def build(script: str) -> tuple[Path | None, str]:
     except subprocess.TimeoutExpired:
         return None, f"tests/cluster/{script} took over an hour and was stopped"
     took = time.monotonic() - began
-    log.write_text(f"exit {proc.returncode} after {took:.0f}s\n{proc.stdout}\n{proc.stderr}")
+    if proc.returncode != 0 or took > 30 or not log.exists():  # a cache hit keeps the last real build's log
+        log.write_text(f"exit {proc.returncode} after {took:.0f}s\n{proc.stdout}\n{proc.stderr}")
     if took > 30:  # a real build, not a cache hit: say what the silent minutes were
         sys.__stderr__.write(f"\ntests/cluster/{script}: {took / 60:.1f} min (exit {proc.returncode}), cached now\n")
     if proc.returncode != 0:
