@@ -73,7 +73,7 @@ def decode_json(data: bytes, method: str, path: str) -> dict[str, Any]:
 def _body_problem(data: bytes, e: ValueError) -> str:
     head = data[:80].lstrip()
     if head[:1] == b"<":
-        return f"{len(data):,} bytes of HTML or XML starting {shown(head.decode('utf-8', 'replace'), 40)}"
+        return f"{len(data):,} bytes of HTML or XML starting {shown(head.decode('utf-8', 'replace')[:40])}"
     if isinstance(e, UnicodeDecodeError):
         return f"{len(data):,} bytes that are not UTF-8 text"
     if isinstance(e, json.JSONDecodeError):
