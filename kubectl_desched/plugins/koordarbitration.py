@@ -137,7 +137,6 @@ class Arbitration:
             for obj in extra[kind]:
                 o = Owner.of(obj, kind)
                 self.owners[(kind, o.namespace, o.name)] = o
-        self._pods: list[Pod] | None = None
         self._by_owner_uid: dict[str, list[Pod]] | None = None
         self._migrating_on_node: dict[str, set[int]] | None = None
         self._migrating_by_ctrl: dict[str, set[tuple[str, str]]] | None = None
@@ -148,16 +147,10 @@ class Arbitration:
 
     # --- indexes built on first use -----------------------------------------------------------------------------
 
-    def all_pods(self) -> list[Pod]:
-        """Every pod, scheduled or not (a live read and a snapshot both have the unscheduled ones)."""
-        if self._pods is None:
-            self._pods = list(self.state.pods)
-        return self._pods
-
     def _pods_by_owner_uid(self) -> dict[str, list[Pod]]:
         if self._by_owner_uid is None:
             index: dict[str, list[Pod]] = defaultdict(list)
-            for p in self.all_pods():
+            for p in self.state.pods:
                 for o in p.owners:
                     if o.uid:
                         index[o.uid].append(p)
@@ -170,7 +163,7 @@ class Arbitration:
         job's pod up by name there), with the jobs' podRef UIDs."""
         by_uid: dict[str, Pod] = {}
         by_key: dict[str, Pod] = {}
-        for p in self.all_pods():
+        for p in self.state.pods:
             if p.uid:
                 by_uid[p.uid] = p
             by_key[p.key] = p
