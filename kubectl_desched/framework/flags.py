@@ -21,7 +21,8 @@ INT32_MAX = 2**31 - 1  # counts are int32 fields in Kubernetes and in the desche
 class FlagValue(Protocol):
     """How a flag's text becomes the value of its arg, and an arg value is written back as the flag."""
 
-    metavar: str
+    @property
+    def metavar(self) -> str: ...
 
     def parse(self, value: Any, flag: str) -> Any: ...
 
