@@ -79,9 +79,12 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
             continue
         for flag in spec.cli.flags:
             known = shared.get(flag.name)
-            if flag.name in taken or flag.dest in taken or (known and known.flag.value != flag.value):
+            if flag.name in taken or flag.dest in taken:
                 click.echo(f"warning: plugin {spec.name}: flag {flag.name} is taken by another option; left out",
                            err=True)
+            elif known and known.flag.value != flag.value:
+                click.echo(f"warning: plugin {spec.name}: flag {flag.name} takes another kind of value than "
+                           f"{known.uses[0][0].name}'s; left out", err=True)
             elif known:
                 known.uses.append((spec, flag))
             else:
@@ -89,20 +92,23 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
     return [s.click_option() for s in shared.values()]
 
 
-STATIC = [
+POLICY = [
     option(PLUGINS, "--policy", "policy_file", metavar="FILE",
            help="A DeschedulerPolicy or Koordinator DeschedulerConfiguration (descheduler/v1alpha2)."),
     option(PLUGINS, "--policy-patch", metavar="PATCH",
            help="RFC 6902 JSON Patch applied to the policy first (inline, or @FILE)."),
+]
+FROM_FLAGS = [
     option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
     option(PLUGINS, "--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
            help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),
+]
+LIMIT_OPTIONS = [
     option(EVICTOR_FILTERS, "--max-pods-per-node", type=checks.COUNT, metavar="N", help="maxNoOfPodsToEvictPerNode."),
     option(EVICTOR_FILTERS, "--max-pods-per-namespace", type=checks.COUNT, metavar="N",
            help="maxNoOfPodsToEvictPerNamespace."),
     option(EVICTOR_FILTERS, "--max-pods", type=checks.COUNT, metavar="N", help="maxNoOfPodsToEvictTotal."),
 ]
-POLICY_ONLY = STATIC[:2]  # `run`: a whole policy, no plugins from flags
 
 
 class PluginGroup:
@@ -112,7 +118,7 @@ class PluginGroup:
 
     def __init__(self, points: tuple[str, ...]) -> None:
         self.points = points
-        self.static = STATIC if points else [*POLICY_ONLY, *STATIC[4:]]
+        self.static = [*POLICY, *(FROM_FLAGS if points else []), *LIMIT_OPTIONS]
 
     def extra(self, ctx: click.Context) -> list[click.Option]:
         if not self.points:

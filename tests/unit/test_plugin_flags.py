@@ -78,21 +78,30 @@ def test_errors_name_the_flag_or_args_that_set_the_value(acme: Path) -> None:
     assert out_of_range.exit_code == 2 and "Invalid value for '--min-keep': must be from 0 to" in out_of_range.output
 
 
-def test_a_flag_another_option_has_is_left_out_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flag_another_option_or_plugin_has_is_left_out_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     class Clash(AcmeKeep):
         name = "AcmeClash"
         cli = CliSurface(flags=(Flag("--max-pods", "minKeep", "clashes with the limit flag", Integer()),))
 
+    class OtherKind(AcmeKeep):
+        name = "AcmeOtherKind"
+        cli = CliSurface(flags=(Flag("--min-keep", "minKeep", "a switch this time"),))
+
     def registry() -> Registry:
         found = full_registry()
-        found.register(PluginSpec.of(Clash))
+        for plugin in (AcmeKeep, Clash, OtherKind):
+            found.register(PluginSpec.of(plugin))
         return found
 
     monkeypatch.setattr(plugin_flags, "full_registry", registry)
     result = CliRunner().invoke(cli, ["deschedule", "--help"])
     assert result.exit_code == 0
     assert "warning: plugin AcmeClash: flag --max-pods is taken by another option; left out" in result.output
-    assert "maxNoOfPodsToEvictTotal" in result.output and "clashes with" not in result.output
+    assert "warning: plugin AcmeOtherKind: flag --min-keep takes another kind of value than AcmeKeep's; left out" \
+        in result.output
+    text = " ".join(result.output.split())
+    assert "maxNoOfPodsToEvictTotal" in text and "clashes with" not in text and "a switch this time" not in text
+    assert "--min-keep N AcmeKeep: pods to keep per node [default: 3]." in text
 
 
 @pytest.mark.parametrize(("surface", "message"), [
