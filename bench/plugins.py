@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gencluster
 
-from kubectl_desched.cli import build_policy
+from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.framework.runner import Scope, run
@@ -165,10 +165,8 @@ def build_state(nodes: int, pods: int, seed: int) -> tuple[ClusterState, dict[st
 def _policy(registry: Registry, spec: PluginSpec) -> Policy:
     """The one-plugin policy `kubectl desched balance|deschedule --plugin NAME [--args NAME=BENCH_ARGS]` runs."""
     point = "deschedule" if "deschedule" in spec.points else "balance"
-    kw: dict[str, Any] = {"plugins": (spec.name,)}
-    if spec.name in BENCH_ARGS:
-        kw["plugin_args"] = (f"{spec.name}={json.dumps(BENCH_ARGS[spec.name])}",)
-    return build_policy(registry, kw, point, [])
+    args = (f"{spec.name}={json.dumps(BENCH_ARGS[spec.name])}",) if spec.name in BENCH_ARGS else ()
+    return build_policy(registry, PluginFlags(plugins=(spec.name,), plugin_args=args), point, [])
 
 
 def bench(registry: Registry, state: ClusterState, names: list[str] | None, runs: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,6 +21,7 @@ from kubectl_desched.framework.runner import Scope, considered_nodes, filters_re
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.metrics import SNAPSHOT_HINTS
+from kubectl_desched.options import Options
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import (
     Painter,
@@ -57,10 +58,6 @@ def error(message: object) -> None:
     click.echo(f"error: {one_line(message, LINE_LIMIT)}", err=True)
 
 
-def _split(values: tuple[str, ...] | list[str]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
-
-
 # Module-level stand-ins that import on first call (and that tests can replace).
 def connect(opts: KubeOptions) -> Connection:
     from kubectl_desched.kube.config import connect
@@ -77,38 +74,6 @@ def read_node(conn: Connection, name: str, **kw: Any) -> ClusterState | None:
     return read_node(conn, name, **kw)
 
 
-def _kube_options() -> KubeOptions:
-    from kubectl_desched.kube.config import KubeOptions
-    return KubeOptions()
-
-
-@dataclass
-class Options:
-    kube: KubeOptions = field(default_factory=lambda: _kube_options())
-    from_files: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    all_namespaces: bool = False
-    exclude_namespaces: tuple[str, ...] = ()
-    selector: str | None = None
-    nodes: str | None = None
-    node_selector: str | None = None
-    output: str = "table"
-    yes: bool = False
-    dry_run: str = "none"
-    grace_period: int | None = None
-    max_in_flight: int = 1
-    interval: float = 0.0
-    wait_ready: bool = False
-    timeout: float = 300.0  # per pod: retries on a PodDisruptionBudget; per wait: --wait-ready
-    record_events: bool = False
-    report: str | None = None
-    evictor: str = "eviction"  # or "migration": Koordinator PodMigrationJobs
-    migration_mode: str | None = None
-    migration_ttl: float | None = None
-    wait: bool = True
-    migration_timeout: float | None = None  # --timeout as given; None: the jobs' TTL decides
-
-
 @dataclass
 class Loaded:
     state: ClusterState
@@ -121,21 +86,22 @@ def default_namespace(opts: Options) -> str:
     """The context's namespace, as kubectl uses it; "default" for a snapshot when no kubeconfig can be read."""
     from kubectl_desched.kube.config import context_namespace
     try:
-        return context_namespace(opts.kube)
+        return context_namespace(opts.access.kube())
     except UsageError:
-        if not opts.from_files:
+        if not opts.access.from_files:
             raise
         return "default"  # a snapshot needs no kubeconfig
 
 
 def resolve_scope(opts: Options, *, policy_given: bool) -> tuple[Scope, str]:
-    scope = Scope(excluded_namespaces=set(_split(opts.exclude_namespaces)))
-    if opts.all_namespaces and opts.namespaces:
+    given = opts.scope
+    scope = Scope(excluded_namespaces=set(given.exclude_namespaces))
+    if given.all_namespaces and given.namespaces:
         raise UsageError("-A/--all-namespaces and -n/--namespace cannot be used together")
-    if opts.namespaces:
-        scope.namespaces = set(_split(opts.namespaces))
+    if given.namespaces:
+        scope.namespaces = set(given.namespaces)
         text = "namespace " + ",".join(sorted(scope.namespaces))
-    elif opts.all_namespaces or policy_given:
+    elif given.all_namespaces or policy_given:
         text = "all namespaces"
     else:
         ns = default_namespace(opts)
@@ -143,22 +109,22 @@ def resolve_scope(opts: Options, *, policy_given: bool) -> tuple[Scope, str]:
         text = f"namespace {ns} (-A for all namespaces)"
     if scope.excluded_namespaces:
         text += ", excluding " + ",".join(sorted(scope.excluded_namespaces))
-    if opts.selector:
+    if given.selector:
         try:
-            scope.pod_selector = parse_selector(opts.selector)
+            scope.pod_selector = parse_selector(given.selector)
         except ValueError as e:
             raise UsageError(f"-l/--selector: {e}") from None
-        scope.pod_selector_text = opts.selector
-        text += f", pods -l {opts.selector}"
-    if opts.nodes:
-        scope.node_names = set(_split([opts.nodes]))
+        scope.pod_selector_text = given.selector
+        text += f", pods -l {given.selector}"
+    if given.nodes:
+        scope.node_names = set(given.nodes)
         text += f", nodes {','.join(sorted(scope.node_names))}"
-    if opts.node_selector:
+    if given.node_selector:
         try:
-            scope.node_selector = parse_selector(opts.node_selector)
+            scope.node_selector = parse_selector(given.node_selector)
         except ValueError as e:
             raise UsageError(f"--node-selector: {e}") from None
-        text += f", nodes -l {opts.node_selector}"
+        text += f", nodes -l {given.node_selector}"
     return scope, text
 
 
@@ -187,24 +153,24 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
     from kubectl_desched.kube.live import OPTIONAL_KINDS
-    if opts.from_files:
-        if opts.yes or opts.dry_run == "server":
+    if opts.access.from_files:
+        if opts.acting.yes or opts.acting.dry_run == "server":
             raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
                              "run against the cluster to evict")
-        state = load_snapshot(opts.from_files)
+        state = load_snapshot(opts.access.from_files)
         conn = None
         for kind in sorted(kinds or ()):
             if kind not in state.extra and kind not in OPTIONAL_KINDS:
                 how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
                 raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
     elif one_node is not None:
-        conn = connect(opts.kube)
+        conn = connect(opts.access.kube())
         found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
         if found is None:
             raise DeschedError(f'node "{one_node}" not found')
         return Loaded(found, conn, scope, text)  # --nodes may name nodes this read does not see
     else:
-        conn = connect(opts.kube)
+        conn = connect(opts.access.kube())
         progress = _Progress()
         names = sorted(scope.node_names) if scope.node_names and not all_pods else None
         try:
@@ -243,14 +209,14 @@ def _emit(doc: dict[str, Any], output: str) -> None:
 def _mode(opts: Options, loaded: Loaded) -> str:
     if loaded.conn is None:
         return "snapshot"
-    return {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.dry_run, "evict")
+    return {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.acting.dry_run, "evict")
 
 
 def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> int:
     """The balance / deschedule / run commands. Returns the exit code. With --report the record is written
     whatever happens after the path was checked (success, error, refusal, Ctrl-C, SIGTERM, SIGHUP): SIGTERM and
     SIGHUP raise Interrupted as Ctrl-C does instead of killing the process unrecorded."""
-    report = Report(opts.report) if opts.report else None
+    report = Report(opts.acting.report) if opts.acting.report else None
     with interrupts.raising():
         try:
             code = _plan_and_act(opts, policy, point, report)
@@ -315,7 +281,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         runner = _runner(opts, loaded.conn, mode, policy, quiet=False)
         _preflight(runner, plan.candidates, opts, report)
         try:
-            chosen, answer = (plan.candidates, "all") if opts.yes else ask(plan.candidates)
+            chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates)
         except NotConfirmed as e:
             if report:
                 report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
@@ -329,7 +295,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                                               "refused": f"interrupted by {e.name} at the prompt"}
             raise
         if report:
-            report.confirmation("--yes" if opts.yes else "interactive", answer, chosen)
+            report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
         with interrupts.deferred():  # a signal just before or after acting must not cut the record short
             outcome = runner.run(chosen)
             results = outcome.results
@@ -370,14 +336,15 @@ def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress 
     """The evictor --evictor names (the Eviction API unless told otherwise)."""
     from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
     from kubectl_desched.evictors.migration import MigrationEvictor, phase_line, profile_settings
-    if opts.evictor == "migration":
-        settings = profile_settings(policy.profiles if policy else [], opts.migration_mode, opts.migration_ttl,
-                                    opts.grace_period)
+    acting, migration = opts.acting, opts.acting.migration
+    if migration is not None:
+        settings = profile_settings(policy.profiles if policy else [], migration.mode, migration.ttl,
+                                    acting.grace_period)
         show = (lambda track: click.echo(phase_line(track), err=True)) if progress else None
-        return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=opts.wait,
-                                timeout=opts.migration_timeout, on_phase=show)
-    return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=opts.grace_period,
-                              timeout=opts.timeout, progress=progress)
+        return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=migration.wait,
+                                timeout=migration.timeout, on_phase=show)
+    return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=acting.grace_period,
+                              timeout=acting.timeout, progress=progress)
 
 
 def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet: bool) -> Runner:
@@ -388,12 +355,13 @@ def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet
     def progress(c: Candidate, message: str) -> None:
         click.echo(f"  {c.pod.namespace}/{c.pod.name}: {message}", err=True)
 
-    pacing = Pacing(max_in_flight=opts.max_in_flight, interval=opts.interval, wait_ready=opts.wait_ready,
-                    timeout=opts.timeout)
-    events = EventRecorder(conn) if opts.record_events and mode == "evict" else None
+    acting = opts.acting
+    pacing = Pacing(max_in_flight=acting.max_in_flight, interval=acting.interval, wait_ready=acting.wait_ready,
+                    timeout=acting.timeout)
+    events = EventRecorder(conn) if acting.record_events and mode == "evict" else None
     evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy)
     return Runner(evictor, pacing,
-                  workloads=WorkloadReader(conn) if opts.wait_ready else None, events=events,
+                  workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
                   on_result=None if quiet else _live_line, note=lambda m: click.echo(m, err=True))
 
 
@@ -415,18 +383,19 @@ def _preflight(runner: Runner, candidates: list[Candidate], opts: Options, repor
 
 def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,
                   plan: EvictionPlan) -> None:
-    conn = loaded.conn
+    conn, acting, migration = loaded.conn, opts.acting, opts.acting.migration
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
-        "evictor": "migration" if opts.evictor == "migration" else "eviction-api",
-        "pacing": {"maxInFlight": opts.max_in_flight, "interval": opts.interval, "waitReady": opts.wait_ready,
-                   "timeout": opts.timeout, "recordEvents": opts.record_events, "gracePeriod": opts.grace_period},
+        "evictor": "eviction-api" if migration is None else "migration",
+        "pacing": {"maxInFlight": acting.max_in_flight, "interval": acting.interval, "waitReady": acting.wait_ready,
+                   "timeout": acting.timeout, "recordEvents": acting.record_events,
+                   "gracePeriod": acting.grace_period},
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
     })
-    if opts.evictor == "migration":
-        report.doc["migration"] = {"mode": opts.migration_mode, "ttl": opts.migration_ttl, "wait": opts.wait,
-                                   "timeout": opts.migration_timeout}  # None: the policy's or Koordinator's default
+    if migration is not None:
+        report.doc["migration"] = {"mode": migration.mode, "ttl": migration.ttl, "wait": migration.wait,
+                                   "timeout": migration.timeout}  # None: the policy's or Koordinator's default
     report.candidates(plan.candidates)
 
 
@@ -476,8 +445,8 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     """-n only says where the pod is: the plan covers every namespace, as `balance -A` would."""
     for w in policy.warnings:
         warn(w)
-    namespace = _split(opts.namespaces)[0] if opts.namespaces else default_namespace(opts)
-    cluster_wide = replace(opts, namespaces=(), all_namespaces=True)
+    namespace = opts.scope.namespaces[0] if opts.scope.namespaces else default_namespace(opts)
+    cluster_wide = replace(opts, scope=replace(opts.scope, namespaces=(), all_namespaces=True))
     loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
@@ -492,7 +461,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     node: plugins that need the other nodes are then estimated or listed as not evaluated."""
     for w in policy.warnings:
         warn(w)
-    one_node = not full and not opts.from_files and needs_whole_cluster(policy) is None
+    one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
     node = loaded.state.nodes.get(node_name)

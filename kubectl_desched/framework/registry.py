@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, get_type_hints
 
-from kubectl_desched.errors import UsageError
-from kubectl_desched.framework.args import encode_args
+from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.framework.args import decode_args, encode_args, json_key
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
 
 ENTRY_POINT_GROUP = "kubectl_desched.plugins"
@@ -29,6 +30,7 @@ class PluginSpec:
     points: tuple[str, ...]  # deschedule, balance, filter, preEvictionFilter
     origin: str = "in-tree"
     description: str = ""
+    cli: CliSurface = field(default_factory=CliSurface)
 
     @classmethod
     def of(cls, plugin: type[Plugin], origin: str = "in-tree") -> PluginSpec:
@@ -48,8 +50,19 @@ class PluginSpec:
             raise TypeError(f"{plugin.__name__} implements no extension point")
         if plugin.args_type is not None:
             _check_args_type(plugin.args_type, name)
+        _check_cli(plugin.cli, plugin.args_type, name)
         doc = plugin.description or ((plugin.__doc__ or "").strip().splitlines() or [""])[0]
-        return cls(name, plugin, plugin.args_type, tuple(points), origin, doc)
+        return cls(name, plugin, plugin.args_type, tuple(points), origin, doc, plugin.cli)
+
+    def args_from_flags(self) -> Any:
+        """The args a run from flags gives it when none of its flags is given (what `plugins` lists); its
+        args type's defaults when those need a value (such a plugin needs --args to run from flags)."""
+        if self.args_type is None:
+            return None
+        try:
+            return decode_args(self.args_type, self.cli.args({}, {}), "")
+        except ConfigError:
+            return self.args_type()
 
 
 def _check_args_type(args_type: Any, plugin: str) -> None:
@@ -67,6 +80,29 @@ def _check_args_type(args_type: Any, plugin: str) -> None:
         json.dumps(encode_args(args_type()))
     except Exception as e:
         raise TypeError(f"{where}: cannot be built from its defaults: {type(e).__name__}: {e}") from None
+
+
+def _check_cli(surface: Any, args_type: type | None, plugin: str) -> None:
+    """A flag must set an arg the plugin has, and the args from flags must decode: caught when the plugin loads,
+    a typo in an out-of-tree plugin's declaration is reported instead of silently setting nothing."""
+    if not isinstance(surface, CliSurface):
+        raise TypeError(f"{plugin}: cli {surface!r} is not a CliSurface")
+    keys = {json_key(f) for f in dataclasses.fields(args_type)} if args_type else set()
+    for flag in surface.flags:
+        if not flag.name.startswith("--") or not flag.dest.replace("_", "").isalnum() or flag.name != flag.name.lower():
+            raise TypeError(f"{plugin}: flag {flag.name!r} is not a --lower-case-name")
+        if flag.key not in keys:
+            raise TypeError(f"{plugin}: flag {flag.name} sets {flag.path}, which is not one of its args")
+    if args_type is None:
+        return
+    warnings: list[str] = []
+    try:
+        decode_args(args_type, surface.args({}, {}), "", warnings)
+    except ConfigError as e:
+        if surface.defaults:  # without declared defaults, a plugin whose args need a value needs --args
+            raise TypeError(f"{plugin}: its defaults from flags do not decode: {e}") from None
+    if warnings:
+        raise TypeError(f"{plugin}: its defaults from flags: {warnings[0]}")
 
 
 class Registry:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.state import ClusterState
 
@@ -63,11 +64,13 @@ class Handle(Protocol):
 
 
 class Plugin(ABC):
-    """Every plugin has a unique name; `args_type` (a PluginArgs dataclass) holds its args."""
+    """Every plugin has a unique name; `args_type` (a PluginArgs dataclass) holds its args, `cli` the flags that
+    set them and its defaults from flags (framework/flags.py)."""
 
     name: ClassVar[str]
     args_type: ClassVar[type | None] = None
     description: ClassVar[str] = ""
+    cli: ClassVar[CliSurface] = CliSurface()
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

@@ -10,6 +10,7 @@ from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
+from kubectl_desched.framework.flags import INT32_MAX, CliSurface, DurationText, Flag, Integer
 from kubectl_desched.model import SYSTEM_CRITICAL_PRIORITY, Pod
 from kubectl_desched.scheduling import why_not_node_fit
 from kubectl_desched.selectors import parse_selector
@@ -141,6 +142,19 @@ class DefaultEvictor(EvictorPlugin):
 
     name = "DefaultEvictor"
     args_type = DefaultEvictorArgs
+    cli = CliSurface(flags=(
+        Flag("--evict-local-storage-pods", "evictLocalStoragePods", "allow pods with emptyDir/hostPath"),
+        Flag("--evict-system-critical-pods", "evictSystemCriticalPods", "allow system-critical pods"),
+        Flag("--evict-daemonset-pods", "evictDaemonSetPods", "allow DaemonSet pods"),
+        Flag("--evict-failed-bare-pods", "evictFailedBarePods", "allow failed pods without owner"),
+        Flag("--ignore-pvc-pods", "ignorePvcPods", "protect pods with PVCs"),
+        Flag("--ignore-pods-without-pdb", "ignorePodsWithoutPDB", "protect pods no PDB covers"),
+        Flag("--priority-threshold", "priorityThreshold.value", "protect pods of priority >= N",
+             Integer(-INT32_MAX - 1)),
+        Flag("--min-replicas", "minReplicas", "protect owners with fewer pods", Integer()),
+        Flag("--min-pod-age", "minPodAge", "protect pods younger than this", DurationText()),
+        Flag("--node-fit", "nodeFit", "only evict pods that fit another node"),
+    ))
 
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         super().__init__(args, handle)

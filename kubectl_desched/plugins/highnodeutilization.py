@@ -9,6 +9,7 @@ from typing import Literal
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
+from kubectl_desched.framework.flags import CliSurface, Flag, Percentages
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import nodeutilization as nu
 
@@ -36,6 +37,10 @@ class HighNodeUtilization(BalancePlugin):
 
     name = "HighNodeUtilization"
     args_type = HighNodeUtilizationArgs
+    # Upstream has no default thresholds; from flags, the same as LowNodeUtilization's.
+    cli = CliSurface(flags=(Flag("--thresholds", "thresholds", "under-utilization thresholds", Percentages()),
+                            nu.NUMBER_OF_NODES),
+                     defaults={"thresholds": {"cpu": 20.0, "memory": 20.0, "pods": 20.0}})
 
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -16,10 +16,12 @@ from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, IncludeExclude, LabelSelectorArg
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.metrics import KOORD_NODE_METRIC, NodeMetricView, koordinator_node_metrics
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import koordinator as koord
+from kubectl_desched.plugins import nodeutilization as nu
 from kubectl_desched.plugins.nodeutilization import fmt_pct
 from kubectl_desched.scheduling import pod_matches_node_selector, pod_tolerates_taint
 
@@ -260,6 +262,12 @@ class LowNodeLoad(BalancePlugin):
 
     name = "LowNodeLoad"
     args_type = LowNodeLoadArgs
+    # From flags: actual load, cpu and memory only, with headroom for load spikes.
+    cli = CliSurface(
+        flags=(*nu.threshold_flags("lowThresholds", "highThresholds", "lowThresholds", "highThresholds"),
+               nu.DEVIATION, nu.NUMBER_OF_NODES),
+        defaults=nu.paired_thresholds("lowThresholds", "highThresholds", {"cpu": 45.0, "memory": 55.0},
+                                      {"cpu": 75.0, "memory": 80.0}))
 
     def __init__(self, args: LowNodeLoadArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -9,9 +9,24 @@ from dataclasses import dataclass, field
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
+from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch
 from kubectl_desched.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import nodeutilization as nu
+
+# Upstream has no default thresholds; from flags, these (shown in --help).
+DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}
+DEFAULT_TARGETS = {"cpu": 50.0, "memory": 50.0, "pods": 50.0}
+CLI = CliSurface(
+    flags=(*nu.threshold_flags("thresholds", "targetThresholds", "under-utilization thresholds",
+                               "target thresholds"),
+           nu.DEVIATION, nu.NUMBER_OF_NODES,
+           Flag("--node-eviction-limit", "evictionLimits.node", "evictionLimits.node", Integer()),
+           Flag("--use-metrics", "metricsUtilization.source",
+                "balance actual usage from metrics.k8s.io (metrics-server), not requests",
+                Switch("KubernetesMetrics"))),
+    defaults=nu.paired_thresholds("thresholds", "targetThresholds", DEFAULT_THRESHOLDS, DEFAULT_TARGETS),
+    by_default=True, explain=True)
 
 
 @dataclass
@@ -94,6 +109,7 @@ class LowNodeUtilization(BalancePlugin):
 
     name = "LowNodeUtilization"
     args_type = LowNodeUtilizationArgs
+    cli = CLI
 
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -15,6 +15,7 @@ from typing import Any
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Pod
 from kubectl_desched.plugins import koordarbitration as arb
 from kubectl_desched.plugins.defaultevictor import (
@@ -122,6 +123,7 @@ class MigrationController(DefaultEvictor):
 
     name = "MigrationController"
     args_type = MigrationControllerArgs
+    cli = CliSurface()  # DefaultEvictor's flags set DefaultEvictor's args, not these
 
     def __init__(self, args: MigrationControllerArgs, handle: Handle) -> None:
         super().__init__(args.evictor_args(), handle)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kubectl_desched.framework.flags import Flag, Integer, Percentages
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.podorder import eviction_order
@@ -13,6 +14,31 @@ from kubectl_desched.scheduling import pod_tolerates_taint
 from kubectl_desched.state import ClusterState
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
+
+# Flags the node-utilization plugins share; each declares them for its own args.
+NUMBER_OF_NODES = Flag("--number-of-nodes", "numberOfNodes", "act only when more than N nodes are under-utilized.",
+                       Integer())
+DEVIATION = Flag("--use-deviation-thresholds", "useDeviationThresholds",
+                 "thresholds are deviations from the average node usage.")
+
+
+def threshold_flags(low_key: str, high_key: str, low_help: str, high_help: str) -> tuple[Flag, Flag]:
+    return (Flag("--thresholds", low_key, low_help, Percentages()),
+            Flag("--target-thresholds", high_key, high_help, Percentages()))
+
+
+def paired_thresholds(low_key: str, high_key: str, low_default: Mapping[str, float],
+                      high_default: Mapping[str, float]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """Upstream requires both thresholds; from flags, one given alone defaults the other for the same resources
+    (20% low and 50% high for a resource our defaults do not name)."""
+    def defaults(from_flags: Mapping[str, Any]) -> dict[str, Any]:
+        low, high = from_flags.get(low_key), from_flags.get(high_key)
+        if low is None:
+            low = {r: low_default.get(r, 20.0) for r in high} if high else dict(low_default)
+        if high is None:
+            high = {r: high_default.get(r, 50.0) for r in low}
+        return {low_key: low, high_key: high}
+    return defaults
 
 
 def usage(state: ClusterState, node: Node, resources: Iterable[str]) -> dict[str, float]:

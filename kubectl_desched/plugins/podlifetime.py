@@ -10,6 +10,7 @@ from typing import Any
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import IncludeExclude, LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface, Flag, Seconds
 from kubectl_desched.model import Node, Pod, PodCondition
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
@@ -92,6 +93,13 @@ class PodLifeTime(DeschedulePlugin):
 
     name = "PodLifeTime"
     args_type = PodLifeTimeArgs
+    # Upstream requires a criterion; from flags, a conservative one. Criteria combine, so ours only stand alone.
+    cli = CliSurface(
+        flags=(Flag("--max-pod-lifetime", "maxPodLifeTimeSeconds", "evict pods older than this, e.g. 168h",
+                    Seconds(), default_help="Pending pods older than 24h"),),
+        defaults={"maxPodLifeTimeSeconds": 86400, "states": ["Pending"]},
+        replaced_by=frozenset({"maxPodLifeTimeSeconds", "states", "conditions", "exitCodes"}),
+        by_default=True, explain=True)
 
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -23,6 +23,7 @@ from typing import Any
 
 from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.scheduling import node_selector_mismatch, pod_tolerates_taint
 
@@ -77,6 +78,7 @@ class RemoveDuplicates(BalancePlugin):
 
     name = "RemoveDuplicates"
     args_type = RemoveDuplicatesArgs
+    cli = CliSurface(explain=True)
 
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
@@ -51,6 +52,7 @@ class RemoveFailedPods(DeschedulePlugin):
 
     name = "RemoveFailedPods"
     args_type = RemoveFailedPodsArgs
+    cli = CliSurface(by_default=True, explain=True)
 
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         super().__init__(args, handle)

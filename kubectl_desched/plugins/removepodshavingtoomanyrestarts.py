@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface, Flag, Integer
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
@@ -46,6 +47,10 @@ class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
 
     name = "RemovePodsHavingTooManyRestarts"
     args_type = RemovePodsHavingTooManyRestartsArgs
+    # Upstream requires a threshold; from flags, a conservative one.
+    cli = CliSurface(flags=(Flag("--pod-restart-threshold", "podRestartThreshold", "podRestartThreshold",
+                                 Integer(1)),),
+                     defaults={"podRestartThreshold": 100}, by_default=True, explain=True)
 
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         super().__init__(args, handle)

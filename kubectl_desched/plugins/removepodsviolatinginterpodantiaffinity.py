@@ -20,6 +20,7 @@ from typing import Any
 
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.scheduling import (
@@ -85,6 +86,7 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
 
     name = "RemovePodsViolatingInterPodAntiAffinity"
     args_type = RemovePodsViolatingInterPodAntiAffinityArgs
+    cli = CliSurface(by_default=True, explain=True)
 
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         super().__init__(args, handle)

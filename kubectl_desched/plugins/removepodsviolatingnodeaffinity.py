@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.scheduling import (
     first_fitting_node,
@@ -49,6 +50,7 @@ class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
 
     name = "RemovePodsViolatingNodeAffinity"
     args_type = RemovePodsViolatingNodeAffinityArgs
+    cli = CliSurface(defaults={"nodeAffinityType": [REQUIRED]}, by_default=True, explain=True)
 
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         super().__init__(args, handle)

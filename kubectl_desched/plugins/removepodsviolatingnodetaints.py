@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod, Taint
 from kubectl_desched.scheduling import pod_tolerates_taint
 
@@ -39,6 +40,7 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
 
     name = "RemovePodsViolatingNodeTaints"
     args_type = RemovePodsViolatingNodeTaintsArgs
+    cli = CliSurface(by_default=True, explain=True)
 
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.removeduplicates import by_name, freeze, node_pinning, tolerates_node
 from kubectl_desched.scheduling import node_selector_mismatch, why_not_node_fit
@@ -131,6 +132,7 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
 
     name = "RemovePodsViolatingTopologySpreadConstraint"
     args_type = RemovePodsViolatingTopologySpreadConstraintArgs
+    cli = CliSurface(explain=True)
 
     def __init__(self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle) -> None:
         super().__init__(args, handle)

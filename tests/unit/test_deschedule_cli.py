@@ -6,18 +6,21 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.cli import DEFAULT_PODLIFETIME, build_policy
+from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy, default_plugins
 from kubectl_desched.errors import UsageError
 from kubectl_desched.plugins import in_tree_registry
+from kubectl_desched.plugins.podlifetime import PodLifeTime
 
 SIX = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts", "RemovePodsViolatingInterPodAntiAffinity",
        "RemovePodsViolatingNodeAffinity", "RemovePodsViolatingNodeTaints"]
 
 
-def _policy(**kw: Any) -> Any:
+def _policy(plugins: tuple[str, ...] = (), plugin_args: tuple[str, ...] = (), **values: Any) -> Any:
+    """The policy `deschedule [--plugin P] [--args A] [--flag-name VALUE]...` builds."""
     registry = in_tree_registry()
-    defaults = [s.name for s in registry.with_points("deschedule")]
-    return build_policy(registry, kw, "deschedule", defaults)
+    flags = PluginFlags(plugins=plugins, plugin_args=plugin_args,
+                        values={f"--{k.replace('_', '-')}": v for k, v in values.items()})
+    return build_policy(registry, flags, "deschedule", default_plugins(registry, "deschedule"))
 
 
 def _args(policy: Any, name: str) -> Any:
@@ -32,7 +35,7 @@ def test_all_six_deschedule_plugins_run_by_default() -> None:
     assert _args(policy, "RemovePodsViolatingNodeAffinity").node_affinity_type == [
         "requiredDuringSchedulingIgnoredDuringExecution"]
     lifetime = _args(policy, "PodLifeTime")
-    assert lifetime.max_pod_life_time_seconds == DEFAULT_PODLIFETIME["maxPodLifeTimeSeconds"]
+    assert lifetime.max_pod_life_time_seconds == PodLifeTime.cli.args({}, {})["maxPodLifeTimeSeconds"] == 86400
     assert lifetime.states == ["Pending"]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubectl_desched import cli
+from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
 from kubectl_desched.explain import explain_node_doc, explain_node_text
 from kubectl_desched.framework.runner import Scope, needs_whole_cluster, run
 from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
@@ -24,7 +25,8 @@ NEED_OTHER_NODES = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolat
 def _policy(*args: str) -> Policy:
     """The policy `kubectl desched explain node N ARGS` builds."""
     ctx = cli.explain_node.make_context("node", ["n1", *args])
-    return cli.build_policy(cli._registry(), ctx.params, "balance", cli.EXPLAIN_DEFAULT)
+    flags = cli.EXPLAIN_PLUGINS.parse(ctx, dict(ctx.params))
+    return build_policy(registry(ctx), flags, "balance", default_plugins(registry(ctx), "explain"))
 
 
 def _restarts(pod: dict[str, Any], count: int) -> dict[str, Any]:

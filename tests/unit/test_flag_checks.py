@@ -12,6 +12,8 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched import app, cli
+from kubectl_desched.commandline.checks import Count
+from kubectl_desched.commandline.groups import acting
 from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.kube import live
 from kubectl_desched.plugins import full_registry
@@ -222,7 +224,7 @@ def test_boundary_values_are_accepted(untouched: list[str], args: list[str]) -> 
 def test_grace_period_minus_one_sends_none_and_zero_is_kept(untouched: list[str]) -> None:
     def opts(*args: str) -> Any:
         ctx = cli.balance.make_context("balance", [*args])
-        return cli._options_from(dict(ctx.params))
+        return acting.parse(dict(ctx.params))
 
     assert opts("--grace-period", "-1").grace_period is None
     assert opts("--grace-period", "0").grace_period == 0
@@ -301,7 +303,7 @@ def test_random_durations_are_bounded_or_a_usage_error() -> None:
 def test_random_counts_are_in_range_or_a_usage_error() -> None:
     import click
 
-    count = cli.Count(0, INT32_MAX)
+    count = Count(0, INT32_MAX)
     for text in _random_texts(13):
         try:
             assert 0 <= count.convert(text, None, None) <= INT32_MAX

@@ -24,7 +24,10 @@ def test_table_lists_every_in_tree_plugin_with_points_origin_and_args() -> None:
     assert {s.name for s in in_tree_registry()} <= set(rows)
     assert rows["RemoveFailedPods"].split()[1:3] == ["deschedule", "in-tree"]
     assert "minPodLifetimeSeconds=3600" in out.output
-    assert rows["LowNodeUtilization"].split()[1:4] == ["balance", "in-tree", "thresholds={},"]
+    # The args a run from flags uses, and a policy's default where that differs.
+    assert rows["LowNodeUtilization"].split()[1:5] == ["balance", "in-tree",
+                                                       'thresholds={"cpu":20.0,"memory":20.0,"pods":20.0}', "(policy:"]
+    assert "podRestartThreshold=100 (policy: 0)" in " ".join(out.output.split())
     assert "DESCRIPTION" not in header
 
 
@@ -36,3 +39,18 @@ def test_wide_adds_descriptions_and_json_has_everything() -> None:
     rfp = next(p for p in doc["plugins"] if p["name"] == "RemoveFailedPods")
     assert rfp["extensionPoints"] == ["deschedule"] and rfp["origin"] == "in-tree"
     assert rfp["defaultArgs"]["minPodLifetimeSeconds"] == 3600 and rfp["defaultArgs"]["reasons"] == []
+    assert rfp["flagDefaultArgs"] == rfp["defaultArgs"] and rfp["flags"] == []
+
+
+def test_defaults_agree_with_help() -> None:
+    """`plugins` and a command's --help show the same default from flags: both come from the plugin's declaration."""
+    doc = json.loads(CliRunner().invoke(cli, ["plugins", "-o", "json"]).output)
+    restarts = next(p for p in doc["plugins"] if p["name"] == "RemovePodsHavingTooManyRestarts")
+    assert restarts["flags"] == ["--pod-restart-threshold"]
+    policy, flags = restarts["defaultArgs"], restarts["flagDefaultArgs"]
+    assert (policy["podRestartThreshold"], flags["podRestartThreshold"]) == (0, 100)
+    help_text = " ".join(CliRunner().invoke(cli, ["deschedule", "--help"]).output.split())
+    assert "--pod-restart-threshold N RemovePodsHavingTooManyRestarts: podRestartThreshold [default: 100]." in help_text
+    lifetime = next(p for p in doc["plugins"] if p["name"] == "PodLifeTime")["flagDefaultArgs"]
+    assert (lifetime["maxPodLifeTimeSeconds"], lifetime["states"]) == (86400, ["Pending"])
+    assert "[default: Pending pods older than 24h]" in help_text

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
+from kubectl_desched.framework.flags import CliSurface, Flag, Names
 from kubectl_desched.model import Node, Pod, Taint
 from kubectl_desched.scheduling import pod_tolerates_taint
 
@@ -59,6 +60,12 @@ class RemovePodsFromCordonedNodes(DeschedulePlugin):
 
     name = "RemovePodsFromCordonedNodes"
     args_type = RemovePodsFromCordonedNodesArgs
+    # Its flags, which `deschedule` and `explain` offer once the plugin is installed (it is a Deschedule plugin).
+    cli = CliSurface(flags=(
+        Flag("--drain-taints", "drainTaints", "also drain nodes with these taints, as KEY or KEY=VALUE",
+             Names(metavar="KEY[=VALUE],...")),
+        Flag("--include-tolerating", "includeTolerating", "also evict pods that tolerate the mark"),
+    ))
 
     def __init__(self, args: RemovePodsFromCordonedNodesArgs, handle: Handle) -> None:
         super().__init__(args, handle)

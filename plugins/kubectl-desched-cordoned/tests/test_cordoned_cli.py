@@ -74,7 +74,9 @@ def test_plugins_command_lists_it_with_its_defaults() -> None:
     assert entry == {
         "name": PLUGIN, "extensionPoints": ["deschedule"], "origin": f"kubectl-desched-cordoned (entry point {PLUGIN})",
         "description": "Drains cordoned nodes (or nodes with a drainTaints taint) within the eviction limits.",
-        "defaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False}}
+        "defaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False},
+        "flagDefaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False},
+        "flags": ["--drain-taints", "--include-tolerating"]}
     assert doc["broken"] == []
 
 
@@ -94,6 +96,33 @@ def test_args_flag_adds_drain_taints_and_limits_apply(snapshot: str) -> None:
     assert [(p, n) for p, n, _ in candidates(proc)] == [("web-2", "cordoned-1"), ("db-0", "cordoned-2"),
                                                         ("batch-1", "scaling-down")]
     assert candidates(proc)[2][2] == "node has drain taint ToBeDeletedByClusterAutoscaler=1762160000:NoSchedule"
+
+
+def test_its_own_flag_sets_drain_taints(snapshot: str) -> None:
+    """--drain-taints comes from the plugin's declaration: the same plan as --args, without touching the CLI."""
+    by_flag = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+                      "--drain-taints", "ToBeDeletedByClusterAutoscaler", "-o", "json")
+    by_args = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+                      "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
+    assert candidates(by_flag) == candidates(by_args)
+    assert [n for _, n, _ in candidates(by_flag)] == ["cordoned-1", "cordoned-2", "scaling-down"]
+
+
+def test_its_flags_are_in_help_of_the_commands_that_run_it() -> None:
+    deschedule = " ".join(desched("deschedule", "--help").stdout.split())
+    assert f"--drain-taints KEY[=VALUE],... {PLUGIN}: also drain nodes with these taints, as KEY or KEY=VALUE." \
+        in deschedule
+    assert "--include-tolerating" in deschedule
+    assert "--drain-taints" in desched("explain", "node", "--help").stdout
+    assert "--drain-taints" not in desched("balance", "--help").stdout  # a Deschedule plugin's flag
+
+
+def test_a_bad_flag_value_names_the_flag(snapshot: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--drain-taints", "two words")
+    assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: drainTaints[0]: 'two words' is not a taint "
+                                                 "key or key=value\n")
+    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--drain-taints", "a,,b")
+    assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: empty item in 'a,,b'\n")
 
 
 def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:

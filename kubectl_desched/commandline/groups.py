@@ -1,0 +1,167 @@
+"""Option groups: each adds its flags to a command and hands the command one typed object instead of the flags'
+values, parsed and checked (exit 2) before anything is read."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Generic, TypeVar
+
+import click
+
+from kubectl_desched.commandline import checks
+from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
+from kubectl_desched.durations import MAX_DURATION_SECONDS
+from kubectl_desched.errors import UsageError
+from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
+from kubectl_desched.options import (
+    DEFAULT_TIMEOUT,
+    ActOptions,
+    ClusterAccess,
+    MigrationOptions,
+    Options,
+    ScopeOptions,
+)
+from kubectl_desched.plugins.migrationcontroller import JOB_MODES
+
+T = TypeVar("T")
+
+
+class OptionGroup(Generic[T]):
+    """Adds `options` to a command; its callback gets their values parsed into one `param` argument."""
+
+    def __init__(self, param: str, options: list[click.Option], parse: Callable[[dict[str, Any]], T]) -> None:
+        self.param, self.options, self._parse = param, options, parse
+
+    def parse(self, params: dict[str, Any]) -> T:
+        """Takes this group's values out of a command's params and parses them."""
+        return self._parse({o.name: params.pop(o.name) for o in self.options if o.name is not None})
+
+    def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def callback(*args: Any, **kw: Any) -> Any:
+            parsed = self.parse(kw)  # first: it takes its values out of kw
+            return f(*args, **kw, **{self.param: parsed})
+
+        params = callback.__dict__.setdefault("__click_params__", [])
+        params.extend(reversed(self.options))  # click lists them in reverse
+        return callback
+
+
+def _access(v: dict[str, Any]) -> ClusterAccess:
+    files = tuple(v["from_files"])
+    if any(not f.strip() for f in files):
+        raise UsageError("--from-file: the file name must not be empty")
+    if files.count("-") > 1:
+        raise UsageError("--from-file -: standard input can be read only once")
+    if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user")):
+        raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster and --user do not apply")
+    return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
+                         checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files)
+
+
+cluster_access = OptionGroup("access", [
+    option(CLUSTER_ACCESS, "--kubeconfig", metavar="FILE",
+           help="Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
+    option(CLUSTER_ACCESS, "--context", help="Kubeconfig context to use."),
+    option(CLUSTER_ACCESS, "--cluster", help="Kubeconfig cluster to use instead of the context's."),
+    option(CLUSTER_ACCESS, "--user", help="Kubeconfig user to use instead of the context's."),
+    option(CLUSTER_ACCESS, "--request-timeout", default="0", metavar="DURATION",
+           help="Timeout of each API request, e.g. 30s (0: none, like kubectl)."),
+    option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE",
+           help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
+                "cluster (repeatable, - for stdin). Nothing can be evicted."),
+], _access)
+
+
+def _scope(v: dict[str, Any]) -> ScopeOptions:
+    return ScopeOptions(
+        namespaces=checks.names("-n/--namespace", v["namespaces"], dns1123_label_problem),
+        all_namespaces=v["all_namespaces"],
+        exclude_namespaces=checks.names("--exclude-namespace", v["exclude_namespaces"], dns1123_label_problem),
+        selector=checks.selector("-l/--selector", v["selector"]),
+        nodes=checks.names("--nodes", v["nodes"], dns1123_subdomain_problem) if v["nodes"] is not None else (),
+        node_selector=checks.selector("--node-selector", v["node_selector"]))
+
+
+scope = OptionGroup("scope", [
+    option(SCOPE, "-n", "--namespace", "namespaces", multiple=True, metavar="NS",
+           help="Only pods in these namespaces are candidates (repeatable or comma-separated). "
+                "Default: the context's namespace; all namespaces with --policy."),
+    option(SCOPE, "-A", "--all-namespaces", is_flag=True, help="Pods in every namespace are candidates."),
+    option(SCOPE, "--exclude-namespace", "exclude_namespaces", multiple=True, metavar="NS",
+           help="Pods in these namespaces are never candidates (repeatable or comma-separated)."),
+    option(SCOPE, "-l", "--selector", metavar="LABELS", help="Only pods matching this label selector are candidates."),
+    option(SCOPE, "--nodes", metavar="A,B", help="Only these nodes are considered."),
+    option(SCOPE, "--node-selector", metavar="LABELS", help="Only nodes matching this label selector are considered."),
+], _scope)
+
+
+def _migration(v: dict[str, Any]) -> MigrationOptions | None:
+    if v["evictor"] != "migration":
+        for flag in ("migration_mode", "migration_ttl", "no_wait"):
+            if v[flag]:
+                raise UsageError(f"--{flag.replace('_', '-')} only applies with --evictor migration")
+        return None
+    # Koordinator's controller evicts later, paces per workload (maxUnavailablePerWorkload) and records its own events.
+    for flag in ("wait_ready", "record_events"):
+        if v[flag]:
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply with --evictor migration: Koordinator's "
+                             "migration controller paces the evictions and records their events")
+    # --timeout unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
+    return MigrationOptions(v["migration_mode"], checks.duration("--migration-ttl", v["migration_ttl"]),
+                            not v["no_wait"], checks.duration("--timeout", v["timeout"]))
+
+
+def _acting(v: dict[str, Any]) -> ActOptions:
+    return ActOptions(
+        yes=v["yes"], dry_run=v["dry_run"],
+        # -1 is kubectl's "the pod's own": send none (the API server would make any negative 1 second)
+        grace_period=None if v["grace_period"] == -1 else v["grace_period"],
+        max_in_flight=v["max_in_flight"], interval=checks.duration("--interval", v["interval"]) or 0.0,
+        wait_ready=v["wait_ready"], timeout=checks.duration("--timeout", v["timeout"], DEFAULT_TIMEOUT) or 0.0,
+        record_events=v["record_events"], report=checks.file_name("--report", v["report"]),
+        migration=_migration(v))
+
+
+acting = OptionGroup("acting", [
+    option(ACTING, "-y", "--yes", is_flag=True, help="Evict every candidate without asking."),
+    option(ACTING, "--dry-run", type=click.Choice(["none", "client", "server"]), default="none", is_flag=False,
+           flag_value="client", show_default=True,
+           help="client: plan only; server: send the evictions with dryRun=All."),
+    option(ACTING, "--grace-period", type=checks.Count(-1, MAX_DURATION_SECONDS, " (-1: the pod's own)"),
+           metavar="SECONDS", help="Grace period for the evicted pods; -1: the pod's own (the default), 0: at once."),
+    option(ACTING, "--max-in-flight", type=checks.Count(1, checks.MAX_IN_FLIGHT), default=1, show_default=True,
+           metavar="N", help="Evictions sent at the same time."),
+    option(ACTING, "--interval", default="0", metavar="DURATION", help="Pause between the starts of two evictions."),
+    option(ACTING, "--wait-ready", is_flag=True,
+           help="Before evicting another pod of the same Deployment/ReplicaSet/StatefulSet, wait until it is back "
+                "to its ready replica count."),
+    option(ACTING, "--timeout", metavar="DURATION",
+           help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready "
+                "[default: 5m]; with --evictor migration, how long to wait for the PodMigrationJobs to end "
+                "[default: their TTL plus 1m; 30m without a TTL]."),
+    option(ACTING, "--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
+    option(ACTING, "--record-events", is_flag=True,
+           help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
+    option(ACTING, "--evictor", type=click.Choice(["eviction", "migration"]), default="eviction", show_default=True,
+           help="eviction: the Eviction API; migration: create Koordinator PodMigrationJobs."),
+    option(ACTING, "--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
+           help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, else "
+                "ReservationFirst]."),
+    option(ACTING, "--migration-ttl", metavar="DURATION",
+           help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, else 5m]."),
+    option(ACTING, "--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
+], _acting)
+
+output = OptionGroup("output", [
+    option(OUTPUT, "-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table",
+           show_default=True, help="Output format."),
+], lambda v: v["output"])
+
+
+def options(access: ClusterAccess, scope: ScopeOptions, output: str, acting: ActOptions | None = None) -> Options:
+    """One command's options; the first -n is also kubectl's namespace override, as kubectl reads it."""
+    access = replace(access, namespace=scope.namespaces[0] if scope.namespaces else None)
+    return Options(access, scope, acting or ActOptions(), output)

@@ -1,0 +1,76 @@
+"""What a command was asked to do, in typed groups: cluster access, scope, acting (and how its evictor works),
+output. commandline/ builds each from its own flags; app reads them. Nothing here parses text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the kubernetes client loads with kube.config: only for a command that connects
+    from kubectl_desched.kube.config import KubeOptions
+
+DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """Where the state comes from: the kubeconfig's cluster, or snapshot files."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    cluster: str | None = None
+    user: str | None = None
+    namespace: str | None = None  # the first -n: kubectl's namespace override
+    request_timeout: float = 0.0
+    from_files: tuple[str, ...] = ()
+
+    def kube(self) -> KubeOptions:
+        from kubectl_desched.kube.config import KubeOptions
+        return KubeOptions(self.kubeconfig, self.context, self.cluster, self.user, self.namespace,
+                           self.request_timeout)
+
+
+@dataclass(frozen=True)
+class ScopeOptions:
+    """Which pods may be candidates and which nodes are considered; names are split and checked."""
+
+    namespaces: tuple[str, ...] = ()
+    all_namespaces: bool = False
+    exclude_namespaces: tuple[str, ...] = ()
+    selector: str | None = None
+    nodes: tuple[str, ...] = ()
+    node_selector: str | None = None
+
+
+@dataclass(frozen=True)
+class MigrationOptions:
+    """--evictor migration: Koordinator PodMigrationJobs instead of Evictions."""
+
+    mode: str | None = None  # None: the policy's MigrationController defaultJobMode, else ReservationFirst
+    ttl: float | None = None  # None: the policy's defaultJobTTL, else Koordinator's
+    wait: bool = True
+    timeout: float | None = None  # --timeout as given; None: the jobs' TTL decides
+
+
+@dataclass(frozen=True)
+class ActOptions:
+    """Whether and how the confirmed candidates are evicted. The explain commands act on nothing: defaults."""
+
+    yes: bool = False
+    dry_run: str = "none"  # none, client, server
+    grace_period: int | None = None  # None: the pod's own
+    max_in_flight: int = 1
+    interval: float = 0.0
+    wait_ready: bool = False
+    timeout: float = DEFAULT_TIMEOUT  # per pod: retries on a PodDisruptionBudget; per wait: --wait-ready
+    record_events: bool = False
+    report: str | None = None
+    migration: MigrationOptions | None = None  # None: the Eviction API
+
+
+@dataclass(frozen=True)
+class Options:
+    access: ClusterAccess = field(default_factory=ClusterAccess)
+    scope: ScopeOptions = field(default_factory=ScopeOptions)
+    acting: ActOptions = field(default_factory=ActOptions)
+    output: str = "table"
