@@ -198,7 +198,7 @@ class LowNodeUtilization(BalancePlugin):
                 return f"under-utilized nodes have no {full} left below their targets" if full else ""
 
             def reason(n: Node = n, u: dict[str, float] = u, cap: dict[str, float] = cap) -> str:
-                return "node over target: " + ", ".join(
+                return "node over target: the node's " + ", ".join(
                     f"{r} {nu.fmt_pct(self._pct(u, n, r))} > {nu.fmt_pct(high.get(r, 100.0))}"
                     for r in self.tracked if u[r] > cap[r])
 

@@ -85,8 +85,8 @@ def test_worked_example_evicts_four() -> None:
     plan = plan_for(_worked_example(), WORKED_ARGS)
     assert evicted(plan) == ["p1", "p2", "p3", "p4"]
     assert all(c.plugin == LNU and c.profile == "kubectl-desched" for c in plan.candidates)
-    assert plan.candidates[0].reason == "node over target: cpu 80% > 50%, pods 88.9% > 50%"
-    assert plan.candidates[3].reason == "node over target: pods 55.6% > 50%"
+    assert plan.candidates[0].reason == "node over target: the node's cpu 80% > 50%, pods 88.9% > 50%"
+    assert plan.candidates[3].reason == "node over target: the node's pods 55.6% > 50%"
     assert (klass(plan, "n1"), klass(plan, "n2"), klass(plan, "n3")) == ("over-utilized", "under-utilized",
                                                                          "unschedulable")
     assert plan.node_reports["n1"][0].detail == ("cpu 80%, pods 88.9% (under <= cpu 30%, pods 30%; "
@@ -95,7 +95,7 @@ def test_worked_example_evicts_four() -> None:
     assert verdict(plan, "ds") == ("keep", "protected: DaemonSet pod")
     assert verdict(plan, "mirror") == ("keep", "protected: mirror pod; local storage (hostPath host)")
     assert verdict(plan, "critical") == ("keep", "protected: system critical (priority 2000000000)")
-    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: cpu 80% > 50%, pods 88.9% > 50%")
+    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: the node's cpu 80% > 50%, pods 88.9% > 50%")
     assert verdict(plan, "p9") == ("keep", "no enabled plugin selects it")
     assert plan.errors == [] and plan.messages == []
 
