@@ -196,6 +196,8 @@ def _meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
                                  "balance": [u.spec.name for u in p.balance],
                                  "filter": [u.spec.name for u in p.filters]} for p in policy.profiles]},
         "mode": mode,
+        "respectPDBs": policy.limits.respect_pdbs,
+        "maxPerWorkload": policy.limits.per_workload,
     }
 
 

@@ -31,9 +31,11 @@ def _state(objs: list[dict[str, Any]]) -> ClusterState:
 
 def plan_for(objs: list[dict[str, Any]], lnu_args: dict[str, Any] | None = None, *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int | None] | None = None,
-             scope: Scope | None = None) -> EvictionPlan:
+             scope: Scope | None = None, respect_pdbs: bool = True, per_workload: int | None = None) -> EvictionPlan:
     raw = policy_from_plugins([(LNU, "balance", lnu_args or CPU_ARGS)], evictor_args or {}, limits or {})
     policy = decode_policy(raw, in_tree_registry(), "flags")
+    policy.limits.respect_pdbs = respect_pdbs
+    policy.limits.per_workload = per_workload
     return run(policy, _state(objs), scope or Scope())
 
 
@@ -95,7 +97,8 @@ def test_worked_example_evicts_four() -> None:
     assert verdict(plan, "ds") == ("keep", "protected: DaemonSet pod")
     assert verdict(plan, "mirror") == ("keep", "protected: mirror pod; local storage (hostPath host)")
     assert verdict(plan, "critical") == ("keep", "protected: system critical (priority 2000000000)")
-    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: the node's cpu 80% > 50%, pods 88.9% > 50%")
+    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: "
+                                            "the node's cpu 80% > 50%, pods 88.9% > 50%")
     assert verdict(plan, "p9") == ("keep", "no enabled plugin selects it")
     assert plan.errors == [] and plan.messages == []
 
@@ -379,9 +382,36 @@ def test_scope_node_selector() -> None:
 # --- PDB warnings and explain --------------------------------------------------------------------------------------
 
 
-def test_pdb_without_budget_warns_on_the_candidate() -> None:
+def test_pdb_refusal_keeps_the_pod_and_the_plugin_takes_the_next() -> None:
+    """As upstream's real run: the 429 for p1 does not count, LowNodeUtilization goes on to p2."""
+    objs = [b.node("empty"), b.node("n1", cpu="4"), b.pdb("guard", {"app": "guarded"}, allowed=0),
+            *(b.pod(f"n1-p{i}", "n1", cpu="1", labels={"app": "guarded" if i == 1 else "web"}) for i in range(4))]
+    plan = plan_for(objs)
+    assert evicted(plan) == ["n1-p0", "n1-p2"]
+    assert all(c.warnings == [] and c.pdb_refusals == [] for c in plan.candidates)
+    kind, why = verdict(plan, "n1-p1")
+    assert kind == "keep" and "but kept: PodDisruptionBudget guard allows no more disruptions" in why
+    assert evicted(plan_for(objs, respect_pdbs=False)) == ["n1-p0", "n1-p1"]  # upstream's dry run
+
+
+def test_pdb_budget_is_spent_by_the_candidates_planned_before() -> None:
     objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), b.pdb("web", {"app": "web"}, allowed=1)]
     plan = plan_for(objs)
+    assert evicted(plan) == ["n1-p0"]  # the budget of 1 is spent: p1, p2 and p3 would be refused
+    assert "allows no more disruptions (counting the pods planned before it)" in verdict(plan, "n1-p3")[1]
+
+
+def test_max_per_workload_caps_one_controller() -> None:
+    objs = [b.node("empty"), b.node("n1", cpu="4"),
+            *(b.pod(f"n1-p{i}", "n1", cpu="1", owner_name="web" if i < 3 else "api") for i in range(4))]
+    plan = plan_for(objs, per_workload=1)
+    assert evicted(plan) == ["n1-p0", "n1-p3"]
+    assert "--max-per-workload (1) reached for ReplicaSet default/web" in verdict(plan, "n1-p1")[1]
+
+
+def test_pdb_without_budget_warns_on_the_candidate() -> None:
+    objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), b.pdb("web", {"app": "web"}, allowed=1)]
+    plan = plan_for(objs, respect_pdbs=False)
     assert evicted(plan) == ["n1-p0", "n1-p1"]
     assert plan.candidates[0].warnings == []
     warning = "PodDisruptionBudget web allows no more disruptions, eviction will be refused"
@@ -394,7 +424,8 @@ def test_pdb_not_yet_observed_warns() -> None:
     budget = b.pdb("web", {"app": "web"}, allowed=5)
     budget["metadata"]["generation"] = 2
     objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), budget]
-    plan = plan_for(objs)
+    assert evicted(plan_for(objs)) == []  # the API refuses while the budget's status is not observed
+    plan = plan_for(objs, respect_pdbs=False)
     assert plan.candidates[0].warnings == [
         "PodDisruptionBudget web: status not yet observed, eviction will be refused"]
 
@@ -460,3 +491,30 @@ def test_second_profile_moves_other_pods() -> None:
                                                                    ("n1-p2", "second")]
     assert len({id(c.pod) for c in plan.candidates}) == 3
 
+
+
+# --- whole workloads ------------------------------------------------------------------------------------------------
+
+
+def _replicas(ready_count: int, total: int = 4, **kw: Any) -> list[dict[str, Any]]:
+    """n1 at 100% cpu with `total` pods of ReplicaSet web (the first `ready_count` Ready); LowNodeUtilization
+    takes two of them (100% -> 50%)."""
+    return [b.node("empty"), b.node("n1", cpu="4"),
+            *(b.ready(b.pod(f"n1-p{i}", "n1", cpu="1", owner_name="web", labels={"app": "web"}, **kw),
+                      i < ready_count) for i in range(total))]
+
+
+def test_losing_more_than_half_of_a_workloads_ready_pods_warns() -> None:
+    plan = plan_for(_replicas(3))  # p0 and p1 are planned, both ready: 2 of 3 ready pods
+    assert evicted(plan) == ["n1-p0", "n1-p1"]
+    text = ("ReplicaSet default/web would lose 2 of its 3 ready pods and no PodDisruptionBudget guards it: "
+            "consider --wait-ready or --max-per-workload")
+    assert [c.warnings for c in plan.candidates] == [[text], [text]]
+
+
+def test_half_or_less_or_a_pdb_is_no_warning() -> None:
+    assert all(c.warnings == [] for c in plan_for(_replicas(4)).candidates)  # 2 of 4: half, not more
+    guarded = plan_for([*_replicas(3), b.pdb("web", {"app": "web"}, allowed=5)])
+    assert evicted(guarded) == ["n1-p0", "n1-p1"] and all(c.warnings == [] for c in guarded.candidates)
+    capped = plan_for(_replicas(3), per_workload=1)  # the suggested cap: one pod of the three
+    assert evicted(capped) == ["n1-p0"] and capped.candidates[0].warnings == []
