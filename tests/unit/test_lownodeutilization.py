@@ -13,6 +13,7 @@ from kubectl_desched.framework.runner import Scope, considered_nodes, run
 from kubectl_desched.model import Pod, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
+from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_table
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 from tests import builders as b
@@ -518,3 +519,30 @@ def test_half_or_less_or_a_pdb_is_no_warning() -> None:
     assert evicted(guarded) == ["n1-p0", "n1-p1"] and all(c.warnings == [] for c in guarded.candidates)
     capped = plan_for(_replicas(3), per_workload=1)  # the suggested cap: one pod of the three
     assert evicted(capped) == ["n1-p0"] and capped.candidates[0].warnings == []
+
+
+# --- terminating pods -----------------------------------------------------------------------------------------------
+
+
+def test_a_node_over_only_because_of_terminating_pods_is_named() -> None:
+    """Right after an eviction its pods are terminating and still counted: the re-run says so, per node."""
+    objs = [b.node("empty"), b.node("n1", cpu="4"), *(b.pod(f"n1-p{i}", "n1", cpu="1") for i in range(2)),
+            *(b.terminating(b.pod(f"n1-old{i}", "n1", cpu="1")) for i in range(2))]
+    plan = plan_for(objs)
+    assert ("LowNodeUtilization", "node n1 is over-utilized only because of its 2 terminating pod(s), counted until "
+            "they are gone as upstream counts them; without them cpu 50%") in plan.messages
+    assert verdict(plan, "n1-old0") == ("keep", "terminating: already being deleted "
+                                                "(still counted on its node until it is gone)")
+    rows = {r["name"]: r for r in node_rows(plan, list(plan.state.nodes.values()))}
+    assert rows["n1"]["terminating"] == 2 and rows["empty"]["terminating"] == 0
+    table, _hidden = nodes_table(list(rows.values()), Painter(False))
+    assert table.splitlines()[0].split()[-1] == "TERMINATING"
+    over = plan_for([b.node("empty"), *_busy_node(count=4), b.terminating(b.pod("old", "n1", cpu="1"))])
+    assert not any("terminating" in m for _p, m in over.messages)  # over target with or without it: no note
+
+
+def test_one_warning_for_many_candidates_is_listed_once() -> None:
+    plan = plan_for(_replicas(3))
+    text = candidates_table(plan)
+    assert text.count("would lose 2 of its 3 ready pods") == 1
+    assert "[1] default/n1-p0, default/n1-p1: ReplicaSet default/web would lose" in text
