@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 import click
 from tabulate import tabulate
 
 from kubectl_desched import __version__, app
-from kubectl_desched.commandline.checks import name
+from kubectl_desched.commandline.checks import name, pod_reference
 from kubectl_desched.commandline.groups import acting, cluster_access, options, output, scope
 from kubectl_desched.commandline.help import command
 from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
@@ -94,7 +95,8 @@ def explain() -> None:
     """Explain the verdicts on a node's pods, or on one pod."""
 
 
-@command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1")])
+@command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1"),
+                                   ("Name it as kubectl does", "kubectl desched explain pod shop/web-1")])
 @click.argument("pod_name", metavar="POD")
 @cluster_access
 @scope
@@ -102,7 +104,9 @@ def explain() -> None:
 @output
 def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, output: str) -> None:
     """The pod against every filter and enabled plugin, and which other nodes could take it."""
-    name("POD", pod_name, dns1123_subdomain_problem)
+    namespace, pod_name = pod_reference(pod_name, scope.namespaces)
+    if namespace is not None:
+        scope = replace(scope, namespaces=(namespace,))
     plugins = registry(click.get_current_context())
     policy = build_policy(plugins, flags, "balance", default_plugins(plugins, "explain"))
     sys.exit(app.explain_pod(options(access, scope, output), policy, pod_name))
