@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
-from kubectl_desched import __version__, interrupts
+from kubectl_desched import __version__, interrupts, pager
 from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult, Evictor
@@ -31,6 +31,7 @@ from kubectl_desched.render import (
     node_rows,
     nodes_heading,
     nodes_table,
+    plan_summary,
     results_table,
 )
 from kubectl_desched.report import Report, policy_doc
@@ -270,7 +271,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     paint = Painter(color_enabled())
     structured = opts.output in ("json", "yaml")
     if not structured:
-        _print_plan(plan, policy, loaded, nodes, paint, wide=opts.output == "wide")
+        pager.show(_plan_text(plan, policy, loaded, nodes, paint, wide=opts.output == "wide"), opts.pager)
     for e in plan.errors:
         error(e)
 
@@ -421,26 +422,24 @@ def _summary(results: list[EvictionResult], interrupted: bool = False, by: str |
     return line
 
 
-def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> None:
+def _plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> str:
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
-    click.echo(f"Source:  {loaded.state.source}")
-    click.echo(f"Scope:   {loaded.scope_text}")
-    click.echo(f"Plugins: {plugins}  ({policy.source})")
-    click.echo("")
+    out = [paint(plan_summary(plan), None, bold=True),
+           f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
+           ""]
     if plan.candidates:
-        click.echo(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
-        click.echo(candidates_table(plan, wide=wide))
+        out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
+        out.append(candidates_table(plan, wide=wide))
     else:
-        click.echo(paint("No pods to evict.", None, bold=True))
-    for plugin, message in plan.messages:
-        click.echo(f"  {plugin}: {message}")
-    click.echo("")
+        out.append(paint("No pods to evict.", None, bold=True))
+    out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
+    out.append("")
     rows = node_rows(plan, nodes)
     table, hidden = nodes_table(rows, paint, all_nodes=wide)
-    click.echo(paint(nodes_heading(rows), None, bold=True))
-    click.echo(table)
+    out += [paint(nodes_heading(rows), None, bold=True), table]
     if hidden:
-        click.echo(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+        out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+    return "\n".join(out)
 
 
 def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
@@ -455,7 +454,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
     plan = run(policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
-    return _show_explanation(plan, doc, explain_pod_text, opts.output)
+    return _show_explanation(plan, doc, explain_pod_text, opts.output, opts.pager)
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
@@ -472,15 +471,15 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(loaded.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
-    return _show_explanation(plan, doc, explain_node_text, opts.output)
+    return _show_explanation(plan, doc, explain_node_text, opts.output, opts.pager)
 
 
 def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
-                      output: str) -> int:
+                      output: str, paged: bool = False) -> int:
     for e in plan.errors:
         error(e)
     if output in ("json", "yaml"):
         _emit(doc, output)
     else:
-        click.echo(as_text(doc))
+        pager.show(as_text(doc), paged)
     return 1 if plan.errors else 0

@@ -49,6 +49,21 @@ def _requests(pod: Pod) -> str:
         or "<none>"
 
 
+def plan_summary(plan: EvictionPlan) -> str:
+    """The plan in one line, first: what a long table below holds."""
+    n, nodes = len(plan.candidates), len({c.pod.node_name for c in plan.candidates})
+    parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to evict from {nodes} node{'s' if nodes != 1 else ''}"]
+    if plan.kept_by_pdb:
+        parts.append(f"{len(plan.kept_by_pdb)} kept because a PodDisruptionBudget would refuse them")
+    refused = sum(1 for c in plan.candidates if c.pdb_refusals)
+    if refused:
+        parts.append(f"{refused} the API will refuse (PodDisruptionBudgets, --no-respect-pdbs)")
+    warnings = len({w for c in plan.candidates for w in c.warnings})
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return "; ".join(parts)
+
+
 def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
     headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
     if wide:

@@ -87,6 +87,7 @@ class EvictionPlan:
         self._per_ns: Counter[str] = Counter()
         self._pdb_used: Counter[tuple[str, str]] = Counter()
         self._per_workload: Counter[tuple[str, str, str]] = Counter()
+        self.kept_by_pdb: dict[int, str] = {}  # id(pod) -> why: selected, but its PDB would refuse it
 
     def limit_hit(self, pod: Pod) -> str | None:
         """Which global limit stops one more eviction of this pod; checked total, node, namespace."""
@@ -192,6 +193,7 @@ class ProfileEvictor:
         if self.plan.limits.respect_pdbs:
             refused = self.plan.pdb_refusal(pod)
             if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
+                self.plan.kept_by_pdb[id(pod)] = refused
                 self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but kept: {refused}"))
                 return False
         self.plan.add(pod, options, self.profile)
