@@ -72,7 +72,8 @@ class FullScreen:
     """The CLI on a real pseudo-terminal for stdin and stderr (where the selector draws), stdout piped: what an
     operator's terminal looks like to the tool. A terminal emulator (pyte) keeps the screen as a user sees it."""
 
-    def __init__(self, kubeconfig: Path | str, *args: str, rows: int = 40, cols: int = 160) -> None:
+    def __init__(self, kubeconfig: Path | str, *args: str, rows: int = 40, cols: int = 160,
+                 stdout_on_terminal: bool = False) -> None:
         import fcntl
         import pty
         import struct
@@ -85,8 +86,10 @@ class FullScreen:
         env = desched_env(kubeconfig, TERM="xterm-256color")
         env.pop("KUBECTL_DESCHED_PROMPT", None)
         self.proc = subprocess.Popen([sys.executable, "-m", "kubectl_desched", *args], stdin=slave, stderr=slave,
-                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
+                                     stdout=slave if stdout_on_terminal else subprocess.PIPE, env=env,
+                                     start_new_session=True)
         os.close(slave)
+        self.raw = b""  # every byte written to the terminal, for what was drawn and then cleared
         self.term = pyte.Screen(cols, rows)
         self.stream = pyte.ByteStream(self.term)
 
@@ -104,6 +107,7 @@ class FullScreen:
             chunk = os.read(self.master, 65536)
         except OSError:  # the child closed the terminal
             return False
+        self.raw += chunk
         self.stream.feed(chunk)
         return True
 

@@ -5,6 +5,7 @@ table's "after" equals the cluster read back afterwards, and a re-run right afte
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -74,3 +75,21 @@ def test_no_respect_pdbs_plans_as_upstreams_dry_run(cluster: Any, namespace: str
     assert doc["respectPDBs"] is False
     assert doc["candidates"][0]["pod"] == "a-guarded"
     assert any("PodDisruptionBudget guarded" in w for w in doc["candidates"][0]["warnings"])
+
+
+def test_progress_line_on_a_terminal_and_each_result_once(cluster: Any, namespace: str) -> None:
+    """stdout and stderr on one terminal: a redrawn progress line while evicting, then each pod once (the table)."""
+    from desched import FullScreen
+
+    scope = _scenario(cluster, namespace)
+    term = FullScreen(cluster.kubeconfig_for(), "balance", *scope, "--yes", "--interval", "1s", "--no-pager",
+                      stdout_on_terminal=True, rows=60)
+    code, _out, screen = term.finish()
+    assert code == 0, screen
+    raw = term.raw.decode(errors="replace")
+    assert "evicting: 0/3 done" in raw and "next in 1s" in raw  # drawn while the --interval ran
+    assert "evicting:" not in screen  # and cleared when done
+    for pod in ("web-0", "web-1", "web-2"):
+        assert len(re.findall(rf"{pod}\s+{namespace}-over\s+evicted", screen)) == 1  # the results table's row
+        assert f"{pod}: evicted" not in raw  # and no live line besides it
+    assert "3 confirmed: 3 evicted" in screen
