@@ -113,8 +113,7 @@ def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
             if isinstance(op, dict) and op.get("op") in ("add", "replace", "copy", "move"):
-                path = op.get("path")
-                pointer = jsonpatch.JsonPointer(path)
+                pointer = jsonpatch.JsonPointer(str(op.get("path")))
                 written += _measure(pointer.resolve(doc), len(pointer.parts), MAX_PATCH_VALUES - written)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError,
                 ValueError, AttributeError, RecursionError) as e:

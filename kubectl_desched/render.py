@@ -78,7 +78,7 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
             number, pods = marks.setdefault(w, (len(marks) + 1, []))
             pods.append(f"{p.namespace}/{p.name}")
             reason += f" [{number}]"
-        row = [p.namespace, p.name, p.node_name, c.plugin, reason]
+        row: list[Any] = [p.namespace, p.name, p.node_name, c.plugin, reason]
         if wide:
             row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
             if placement:
@@ -174,7 +174,7 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
 def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:
     p = c.pod
     d = placement.of(c) if placement else None
-    where = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
+    where: dict[str, Any] = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
                                                   "tiedWith": list(d.tied), "recreated": d.recreated}}
     doc = {
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,

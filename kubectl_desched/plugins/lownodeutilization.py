@@ -4,6 +4,7 @@ metricsUtilization the actual usage metrics-server reports."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kubectl_desched.errors import ConfigError
@@ -137,7 +138,7 @@ class LowNodeUtilization(BalancePlugin):
         return {n.name: {**{r: self.metrics.nodes[n.name].get(r, 0.0) for r in ("cpu", "memory")},
                          "pods": state.requested(n.name)["pods"]} for n in nodes}
 
-    def _pod_usage(self, pod: Pod) -> dict[str, float] | None:
+    def _pod_usage(self, pod: Pod) -> Mapping[str, float] | None:
         return self.metrics.pod(pod.key) if self.metrics is not None else pod.requests
 
     def balance(self, nodes: list[Node]) -> None:
