@@ -14,8 +14,7 @@ from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.placement import Placement
-from kubectl_desched.plugins.nodeutilization import fmt_pct
-from kubectl_desched.quantity import format_resource
+from kubectl_desched.quantity import fmt_pct, format_resource
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 RESOURCES = ("cpu", "memory", "pods")

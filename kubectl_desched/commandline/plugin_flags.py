@@ -17,7 +17,8 @@ from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.flags import Flag, Integer, Switch
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.policy import Policy, apply_patch, decode_policy, policy_from_plugins
+from kubectl_desched.policyfile import load_policy, patch_text
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 DEFAULT_EVICTOR = "DefaultEvictor"
@@ -203,7 +204,7 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     evictor_args = evictor.cli.args(flags.values, extra.get(DEFAULT_EVICTOR, {}))
     raw = policy_from_plugins([(s.name, use, args) for s, use, args in plugins], evictor_args, flags.limits)
     if flags.policy_patch:
-        policy = decode_policy(apply_patch(raw, flags.policy_patch), registry, "flags with --policy-patch")
+        policy = decode_policy(apply_patch(raw, patch_text(flags.policy_patch)), registry, "flags with --policy-patch")
     else:
         for spec, _use, args in [(evictor, "filter", evictor_args), *plugins]:
             _check_args(spec, args, extra.get(spec.name, {}))

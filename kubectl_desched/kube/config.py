@@ -28,6 +28,9 @@ from kubectl_desched.shapes import printable
 
 _OVERRIDE_CONTEXT = "kubectl-desched/override"
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# urllib3's (connect, read) seconds; a read of None waits as long as the server takes.
+Timeout = float | tuple[float, float | None] | None
+
 @dataclass
 class KubeOptions:
     kubeconfig: str | None = None
@@ -44,7 +47,7 @@ class Connection:
     server: str
     context: str
     namespace: str
-    timeout: float | tuple[float, float] | None = field(default=None)
+    timeout: Timeout = field(default=None)
 
 
 def _kubeconfig_paths(opts: KubeOptions) -> tuple[str, list[str]]:
@@ -228,7 +231,7 @@ def context_namespace(opts: KubeOptions) -> str:
     return _context_entry(merger, ctx_name).get("namespace") or "default"
 
 
-def _timeout(opts: KubeOptions) -> float | tuple[float, float] | None:
+def _timeout(opts: KubeOptions) -> Timeout:
     if opts.request_timeout > 0:
         return (opts.request_timeout, opts.request_timeout)
     return (30.0, None)  # bounded connect, unbounded read, as kubectl without --request-timeout

@@ -23,7 +23,7 @@ from kubectl_desched.metrics import KOORD_NODE_METRIC, NodeMetricView, koordinat
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import koordinator as koord
 from kubectl_desched.plugins import nodeutilization as nu
-from kubectl_desched.plugins.nodeutilization import fmt_pct
+from kubectl_desched.quantity import fmt_pct
 from kubectl_desched.scheduling import pod_matches_node_selector, pod_tolerates_taint
 
 Thresholds = dict[str, float]
