@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import EVICTOR_FILTERS, PLUGINS, option
 from kubectl_desched.errors import ConfigError, UsageError
@@ -96,13 +97,14 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
 
 
 POLICY = [
-    option(PLUGINS, "--policy", "policy_file", metavar="FILE",
+    option(PLUGINS, "--policy", "policy_file", metavar="FILE", shell_complete=completion.files,
            help="A DeschedulerPolicy or Koordinator DeschedulerConfiguration (descheduler/v1alpha2)."),
     option(PLUGINS, "--policy-patch", metavar="PATCH",
            help="RFC 6902 JSON Patch applied to the policy first (inline, or @FILE)."),
 ]
 FROM_FLAGS = [
-    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
+    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", shell_complete=completion.plugin_names,
+           help="Plugin to run (repeatable)."),
     option(PLUGINS, "--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
            help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),
 ]

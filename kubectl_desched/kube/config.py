@@ -177,6 +177,20 @@ def _merged(opts: KubeOptions) -> tuple[_Merged, str] | None:
     return merged, opts.context or current
 
 
+def kubeconfig_names(kubeconfig: str | None, section: str) -> list[str]:
+    """The names under `contexts`, `clusters` or `users` across the kubeconfig files kubectl would read (for
+    completion; an unreadable file gives none rather than an error)."""
+    _path_string, existing = _kubeconfig_paths(KubeOptions(kubeconfig))
+    names: list[str] = []
+    for path in existing:
+        try:
+            doc, _secrets = _read_kubeconfig(path)
+        except Exception:
+            continue
+        names += [e["name"] for e in doc.get(section) or () if isinstance(e, dict) and e.get("name")]
+    return list(dict.fromkeys(names))
+
+
 def _context_entry(merger: _Merged, name: str) -> dict:
     for ctx in merger.config.value["contexts"]:
         value = ctx.value if hasattr(ctx, "value") else ctx
