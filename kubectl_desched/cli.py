@@ -210,6 +210,9 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("aborted: nothing further was evicted", err=True)
         sys.exit(app.EXIT_NOT_CONFIRMED)
+    except click.exceptions.NoArgsIsHelpError as e:  # `kubectl desched` alone: its help, as kubectl prints its own
+        click.echo(e.ctx.get_help() if e.ctx else cli.get_help(click.Context(cli)))
+        sys.exit(0)
     except click.ClickException as e:
         click.echo(error_line(e.format_message()), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
