@@ -1,0 +1,157 @@
+"""kubectl's other output formats over the plan document (what `-o json` prints): `-o name`, `-o jsonpath=TEMPLATE`
+and `-o custom-columns=SPEC`, and `--sort-by` for the candidates. JSONPath expressions are evaluated by jsonpath-ng;
+this module only reads kubectl's template syntax around them: `{.a.b}`, `{@.a}` inside a range, `{range EXPR}...{end}`,
+and quoted literals such as `{"\\n"}` (kubectl's subset; functions and filters are what jsonpath-ng supports)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from kubectl_desched.errors import UsageError
+
+FORMATS = ("table", "wide", "json", "yaml", "name")
+TEMPLATED = ("jsonpath=", "jsonpath-as-json=", "custom-columns=")
+
+
+def check_format(value: str) -> str:
+    """-o as given: one of FORMATS, or a templated format with its template, checked now (before any read)."""
+    if value in FORMATS:
+        return value
+    for prefix in TEMPLATED:
+        if value.startswith(prefix):
+            rest = value[len(prefix):]
+            if not rest:
+                raise UsageError(f"-o {prefix}: the template is missing")
+            if prefix == "custom-columns=":
+                columns(rest)
+            else:
+                _parse_template(rest)
+            return value
+    raise UsageError(f"-o {value}: unknown output format: {', '.join(FORMATS)}, jsonpath=..., "
+                     "jsonpath-as-json=..., custom-columns=...")
+
+
+def _expr(text: str) -> Any:
+    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+    from jsonpath_ng.ext.parser import parse
+
+    path = text.strip()
+    if path.startswith("@"):
+        path = path[1:]
+    if not path.startswith("$"):
+        path = "$" + ("" if path.startswith((".", "[")) else ".") + path
+    try:
+        return parse(path)
+    except (JsonPathLexerError, JsonPathParserError, Exception) as e:
+        raise UsageError(f"JSONPath {text!r}: {e}") from None
+
+
+def _tokens(template: str) -> list[tuple[str, str]]:
+    """("text", literal) and ("expr", inside the braces), in order."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(template):
+        start = template.find("{", i)
+        if start < 0:
+            out.append(("text", template[i:]))
+            break
+        if start > i:
+            out.append(("text", template[i:start]))
+        end = template.find("}", start)
+        if end < 0:
+            raise UsageError(f"JSONPath template {template!r}: unclosed {{")
+        out.append(("expr", template[start + 1:end].strip()))
+        i = end + 1
+    return out
+
+
+def _parse_template(template: str) -> list[Any]:
+    """A tree: text, ("expr", parsed), ("range", parsed, body)."""
+    stack: list[list[Any]] = [[]]
+    for kind, value in _tokens(template):
+        if kind == "text":
+            stack[-1].append(("text", value))
+        elif value.startswith('"') and value.endswith('"') and len(value) >= 2:
+            try:
+                stack[-1].append(("text", json.loads(value, strict=False)))
+            except ValueError:
+                raise UsageError(f"JSONPath template {template!r}: bad literal {value}") from None
+        elif value.startswith("range "):
+            body: list[Any] = []
+            stack[-1].append(("range", _expr(value[len("range "):]), body))
+            stack.append(body)
+        elif value == "end":
+            if len(stack) == 1:
+                raise UsageError(f"JSONPath template {template!r}: {{end}} without {{range}}")
+            stack.pop()
+        else:
+            stack[-1].append(("expr", _expr(value)))
+    if len(stack) != 1:
+        raise UsageError(f"JSONPath template {template!r}: {{range}} without {{end}}")
+    return stack[0]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, dict | list) else \
+        ("true" if value is True else "false" if value is False else "" if value is None else str(value))
+
+
+def _render(tree: list[Any], data: Any) -> str:
+    out = []
+    for node in tree:
+        if node[0] == "text":
+            out.append(node[1])
+        elif node[0] == "expr":
+            out.append(" ".join(_text(m.value) for m in node[1].find(data)))
+        else:
+            for m in node[1].find(data):
+                out.append(_render(node[2], m.value))
+    return "".join(out)
+
+
+def jsonpath(template: str, doc: Any, as_json: bool = False) -> str:
+    if as_json:
+        found = [m.value for node in _parse_template(template) if node[0] == "expr" for m in node[1].find(doc)]
+        return json.dumps(found, indent=4)
+    return _render(_parse_template(template), doc)
+
+
+def columns(spec: str) -> list[tuple[str, Any]]:
+    """`HEADER:.path,...` as kubectl's custom-columns."""
+    out = []
+    for part in spec.split(","):
+        header, sep, path = part.partition(":")
+        if not sep or not header or not path:
+            raise UsageError(f"-o custom-columns: {part!r} is not HEADER:JSONPATH")
+        out.append((header, _expr(path)))
+    return out
+
+
+def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str:
+    cols = columns(spec)
+    rows = [[",".join(_text(m.value) for m in path.find(item)) or "<none>" for _h, path in cols] for item in items]
+    return tabulate(rows, headers=[h for h, _p in cols] if headers else (), tablefmt="plain")
+
+
+def names(items: Sequence[Any]) -> str:
+    """`-o name`: kubectl's resource/name, one per line."""
+    return "\n".join(f"pod/{item['pod']}" for item in items)
+
+
+def sort_by(items: list[Any], path: str) -> list[Any]:
+    """--sort-by: a JSONPath over each candidate's document; numbers before text, missing values last."""
+    expr = _expr(path)
+
+    def key(item: Any) -> tuple[int, Any]:
+        found = [m.value for m in expr.find(item)]
+        if not found:
+            return (2, "")
+        v = found[0]
+        return (0, v) if isinstance(v, int | float) and not isinstance(v, bool) else (1, _text(v))
+    return sorted(items, key=key)

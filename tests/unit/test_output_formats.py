@@ -1,0 +1,58 @@
+"""kubectl's -o name, jsonpath and custom-columns, and --sort-by, over a plan document."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubectl_desched import output
+from kubectl_desched.errors import UsageError
+
+DOC = {"kind": "Plan", "candidates": [
+    {"namespace": "shop", "pod": "web-1", "node": "n1", "priority": 5, "labels": {"app": "web"}},
+    {"namespace": "shop", "pod": "db-0", "node": "n2", "priority": 1, "labels": {"app": "db"}},
+    {"namespace": "data", "pod": "etl-9", "node": "n1"}]}
+
+
+def test_name_is_resource_slash_name() -> None:
+    assert output.names(DOC["candidates"]) == "pod/web-1\npod/db-0\npod/etl-9"
+
+
+def test_jsonpath_fields_ranges_and_literals() -> None:
+    assert output.jsonpath("{.candidates[*].pod}", DOC) == "web-1 db-0 etl-9"
+    assert output.jsonpath(r'{range .candidates[*]}{.namespace}/{.pod}{"\n"}{end}', DOC) == \
+        "shop/web-1\nshop/db-0\ndata/etl-9\n"
+    assert output.jsonpath("{.candidates[0].labels}", DOC) == '{"app":"web"}'
+    assert output.jsonpath("{.kind}: {.candidates[1].node}", DOC) == "Plan: n2"
+    assert output.jsonpath("{.candidates[0].pod}", DOC, as_json=True).split() == ["[", '"web-1"', "]"]
+
+
+def test_custom_columns_with_missing_values() -> None:
+    text = output.custom_columns("POD:.pod,PRIO:.priority,APP:.labels.app", DOC["candidates"])
+    assert text.splitlines() == ["POD    PRIO    APP", "web-1  5       web", "db-0   1       db",
+                                 "etl-9  <none>  <none>"]
+    assert output.custom_columns("POD:.pod", DOC["candidates"], headers=False).splitlines()[0] == "web-1"
+
+
+def test_sort_by_numbers_text_and_missing() -> None:
+    assert [c["pod"] for c in output.sort_by(DOC["candidates"], ".priority")] == ["db-0", "web-1", "etl-9"]
+    assert [c["pod"] for c in output.sort_by(DOC["candidates"], "{.pod}".strip("{}"))] == ["db-0", "etl-9", "web-1"]
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("jsonpath=", "-o jsonpath=: the template is missing"),
+    ("jsonpath={.a", "unclosed {"),
+    ("jsonpath={range .a[*]}{.b}", "{range} without {end}"),
+    ("jsonpath={end}", "{end} without {range}"),
+    ("custom-columns=POD", "'POD' is not HEADER:JSONPATH"),
+    ("jsonpath={.a[}", "JSONPath '.a['"),
+    ("xml", "-o xml: unknown output format"),
+])
+def test_bad_formats_are_one_usage_error(given: str, message: str) -> None:
+    with pytest.raises(UsageError) as e:
+        output.check_format(given)
+    assert message in str(e.value)
+
+
+def test_good_formats_pass() -> None:
+    for given in ("table", "name", "jsonpath={.candidates[*].pod}", "custom-columns=POD:.pod,NODE:.node"):
+        assert output.check_format(given) == given
