@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import registry as registry_module
+from kubectl_desched.framework.args import decode_args, encode_args
 from kubectl_desched.framework.registry import ENTRY_POINT_GROUP, PluginSpec, Registry, RegistryError
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Plugin
 from kubectl_desched.model import Node
@@ -260,9 +262,29 @@ def test_spec_of_rejects_args_types_that_cannot_work(args_type: type, message: s
     assert str(err.value).startswith(message)
 
 
-def test_every_in_tree_args_type_builds_from_its_defaults() -> None:
-    for spec in in_tree_registry():  # PluginSpec.of checked each when the registry was built
-        assert spec.args_type is None or spec.args_type() is not None
+def test_every_in_tree_args_type_defaults_as_an_empty_policy_entry_and_round_trips() -> None:
+    """The defaults a plugin's args class builds are those an empty `args: {}` decodes to, and what `plugins -o
+    json` shows (encode_args) decodes back to the same args."""
+    checked = 0
+    for spec in in_tree_registry():
+        if spec.args_type is None:
+            continue
+        try:
+            defaults = spec.args_type()
+        except TypeError:  # args with a required field: no defaults to compare (decoding {} must refuse them)
+            with pytest.raises(ConfigError):
+                decode_args(spec.args_type, {}, "")
+            continue
+        try:
+            decoded = decode_args(spec.args_type, {}, "")
+        except ConfigError:  # an empty entry is refused (a threshold is required): then the defaults are too
+            with pytest.raises(ConfigError):
+                defaults.validate("")
+            continue
+        assert decoded == defaults, spec.name
+        assert decode_args(spec.args_type, encode_args(defaults), "") == defaults, spec.name
+        checked += 1
+    assert checked >= 8  # most in-tree args default as a whole; the others refuse an empty entry (above)
 
 
 def test_broken_plugin_name_says_why(fake_entry_points: Callable[[list[FakeEntryPoint]], list[str]]) -> None:

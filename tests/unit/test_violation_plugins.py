@@ -508,10 +508,20 @@ def test_node_taints_args_validation(args: dict[str, Any], path: str, message: s
     assert config_error(NT, args) == f"{ARGS_PATH}.{path}: {message}"
 
 
-def test_node_taints_valid_args_load() -> None:
-    for args in ({"namespaces": {"include": ["default"]}}, {"labelSelector": {"matchLabels": {"role": ""}}},
-                 {"excludedTaints": ["testTaint1=test1"]}):
-        plan_for([b.node("n1")], NT, args)
+def test_node_taints_args_each_change_the_plan() -> None:
+    """Each kind of arg loads and does what it says on one tainted node with three pods."""
+    objs = [b.node("n1", taints=[b.taint("testTaint1", "test1")]), b.node("spare"),
+            b.pod("a", "n1", namespace="default", labels={"role": ""}), b.pod("b", "n1", namespace="default"),
+            b.pod("c", "n1", namespace="other", labels={"role": ""})]
+
+    def names(args: dict[str, Any]) -> list[str]:
+        return sorted(c.pod.name for c in plan_for(objs, NT, args).candidates)
+
+    assert names({}) == ["a", "b", "c"]
+    assert names({"namespaces": {"include": ["default"]}}) == ["a", "b"]
+    assert names({"labelSelector": {"matchLabels": {"role": ""}}}) == ["a", "c"]
+    assert names({"excludedTaints": ["testTaint1=test1"]}) == []
+    assert names({"excludedTaints": ["testTaint1=other"]}) == ["a", "b", "c"]
 
 
 def _tol(key: str = "", operator: str = "Equal", value: str = "", effect: str = "") -> Toleration:
