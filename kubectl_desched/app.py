@@ -14,7 +14,8 @@ import yaml
 from kubectl_desched import __version__, interrupts, pager
 from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.evictors.base import EvictionResult, Evictor
+from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.evictors.choose import Build, evictor_name, make_evictor, settings_doc
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
@@ -34,7 +35,6 @@ from kubectl_desched.render import (
     nodes_heading,
     nodes_table,
     plan_summary,
-    results_table,
 )
 from kubectl_desched.report import Report, policy_doc
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
@@ -45,7 +45,6 @@ from kubectl_desched.statusline import StatusLine
 # The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
 # `version`, `--help`, completion and snapshot runs start without them (~0.5 s).
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.eviction_api import Progress
     from kubectl_desched.evictors.execute import Runner
     from kubectl_desched.kube.config import Connection, KubeOptions
 
@@ -321,43 +320,16 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                                  interrupted_by=by if outcome.interrupted else None)
         if not structured:
             click.echo("")
-            click.echo(_results_table(runner.evictor, results, paint))
+            click.echo(runner.evictor.results_table(results, paint))
         click.echo(_summary(results, outcome.interrupted, by), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
-        from kubectl_desched.evictors.migration import MigrationEvictor, job_doc
         doc = document(plan, nodes, _meta(policy, loaded, mode), results, placement)
-        if runner is not None and results is not None and isinstance(runner.evictor, MigrationEvictor):
-            tracks = runner.evictor.tracks
-            doc["podMigrationJobs"] = [job_doc(tracks[id(r.candidate)], r) for r in results
-                                       if id(r.candidate) in tracks]
+        if runner is not None and results is not None:
+            doc.update(runner.evictor.document_sections(results))
         _emit(doc, opts.output)
     return code
-
-
-def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Painter) -> str:
-    from kubectl_desched.evictors.migration import MigrationEvictor, summary_table
-    if isinstance(evictor, MigrationEvictor):
-        return summary_table(results, evictor.tracks)
-    return results_table(results, paint)
-
-
-def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None,
-                 policy: Policy | None = None, say: Callable[[str], None] | None = None) -> Evictor:
-    """The evictor --evictor names (the Eviction API unless told otherwise)."""
-    from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
-    from kubectl_desched.evictors.migration import MigrationEvictor, phase_line, profile_settings
-    acting, migration = opts.acting, opts.acting.migration
-    if migration is not None:
-        settings = profile_settings(policy.profiles if policy else [], migration.mode, migration.ttl,
-                                    acting.grace_period)
-        shout = say or (lambda m: click.echo(m, err=True))
-        show = (lambda track: shout(phase_line(track))) if progress else None
-        return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=migration.wait,
-                                timeout=migration.timeout, on_phase=show)
-    return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=acting.grace_period,
-                              timeout=acting.timeout, progress=progress)
 
 
 def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
@@ -383,11 +355,12 @@ def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
     pacing = Pacing(max_in_flight=acting.max_in_flight, interval=acting.interval, wait_ready=acting.wait_ready,
                     timeout=acting.timeout)
     events = EventRecorder(conn) if acting.record_events and mode == "evict" else None
-    evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy, say)
+    evictor = make_evictor(acting, Build(conn, server_dry_run=mode == "dry-run=server",
+                                         progress=None if quiet else progress, profiles=policy.profiles, say=say))
     per_pod = not quiet and not (status is not None and table_follows)
     return Runner(evictor, pacing,
                   workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
-                  on_result=(lambda r: _live_line(r, say)) if per_pod else None, note=say,
+                  on_result=(lambda r: _live_line(evictor.live_line(r), say)) if per_pod else None, note=say,
                   on_tick=status.update if status is not None else None), status
 
 
@@ -409,27 +382,23 @@ def _preflight(runner: Runner, candidates: list[Candidate], opts: Options, repor
 
 def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,
                   plan: EvictionPlan) -> None:
-    conn, acting, migration = loaded.conn, opts.acting, opts.acting.migration
+    conn, acting = loaded.conn, opts.acting
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
-        "evictor": "eviction-api" if migration is None else "migration",
+        "evictor": evictor_name(acting),
         "pacing": {"maxInFlight": acting.max_in_flight, "interval": acting.interval, "waitReady": acting.wait_ready,
                    "timeout": acting.timeout, "recordEvents": acting.record_events,
                    "gracePeriod": acting.grace_period},
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
     })
-    if migration is not None:
-        report.doc["migration"] = {"mode": migration.mode, "ttl": migration.ttl, "wait": migration.wait,
-                                   "timeout": migration.timeout}  # None: the policy's or Koordinator's default
+    report.doc.update(settings_doc(acting))
     report.candidates(plan.candidates)
 
 
-def _live_line(r: EvictionResult, say: Callable[[str], None]) -> None:
-    if r.outcome == "created":
-        return  # a PodMigrationJob's phases have their own lines
-    p = r.candidate.pod
-    say(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({one_line(r.message, LINE_LIMIT)})"))
+def _live_line(line: str | None, say: Callable[[str], None]) -> None:
+    if line is not None:
+        say(line)
 
 
 def _summary(results: list[EvictionResult], interrupted: bool = False, by: str | None = None) -> str:

@@ -19,7 +19,7 @@ from types import FrameType
 
 import urllib3
 
-from kubectl_desched.evictors.base import EvictionResult, Evictor, Stop, now
+from kubectl_desched.evictors.base import EvictionResult, PodEvictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
 from kubectl_desched.evictors.pool import DaemonPool
 from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
@@ -62,7 +62,7 @@ class Tick:
 
 
 class Runner:
-    def __init__(self, evictor: Evictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
+    def __init__(self, evictor: PodEvictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
                  note: Note | None = None, clock: Callable[[], float] = time.monotonic,
                  on_tick: Callable[[Tick], None] | None = None) -> None:
