@@ -116,8 +116,24 @@ class Plugin(ABC):
     def reads_one_node(cls, args: Any) -> bool:
         """Whether its verdicts on a node's pods need only that node, its pods and cluster-wide settings (PDBs,
         namespaces, priority classes, PVCs). `explain node` then runs it on a quick read of that one node;
-        otherwise the quick read reports it as not evaluated (see NodeEstimate)."""
+        otherwise the quick read reports it as not evaluated (see estimate_node)."""
         return False
+
+    @staticmethod
+    def required_kinds(args: Any) -> set[str]:
+        """Kinds beyond nodes, pods and PDBs that it reads with these args (e.g. "PriorityClass", "NodeMetric"):
+        read live, or asked of a snapshot. None by default."""
+        return set()
+
+    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
+        """For a plugin that needs the whole cluster, what it can say from one node alone on explain's quick
+        read: report the node's class (handle.report_node) and return the pods that could move, with why; None
+        when even that needs the other nodes. The default cannot estimate: the plugin is listed as not evaluated."""
+        return None
+
+    @classmethod
+    def estimates_nodes(cls) -> bool:
+        return cls.estimate_node is not Plugin.estimate_node
 
 
 class DeschedulePlugin(Plugin):
@@ -143,13 +159,3 @@ class EvictorPlugin(Plugin):
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         return None
-
-
-class NodeEstimate(Protocol):
-    """A plugin that needs the whole cluster but can say something from one node alone, for explain's quick
-    read: e.g. the node's class under static thresholds."""
-
-    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
-        """Report the node's class (handle.report_node) from the node alone and return the pods that could move,
-        with why; None when even that needs the other nodes."""
-        ...
