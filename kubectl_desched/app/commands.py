@@ -82,8 +82,8 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   all_pods=filters_read_other_nodes(policy) is not None)
     plan = run(policy, loaded.state, loaded.scope)
-    nodes = considered_nodes(loaded.state, policy, loaded.scope)
-    placement = estimate(loaded.state, plan.candidates) if plan.candidates else None
+    nodes = considered_nodes(plan.state, policy, loaded.scope)
+    placement = estimate(plan.state, plan.candidates) if plan.candidates else None  # the cluster as planned
     mode = _mode(opts, loaded)
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)
@@ -175,7 +175,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')
     plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
-    considered = node in considered_nodes(loaded.state, policy, loaded.scope)
+    considered = node in considered_nodes(plan.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
     return _show_explanation(plan, doc, explain_node_text, opts.output, opts.pager)
 

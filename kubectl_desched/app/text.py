@@ -69,6 +69,6 @@ def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, p
     if placement is not None:
         out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
                    "estimate (-o wide: DESTINATION).")
-        said = placement_warnings(placement, plan.candidates, loaded.state.nodes, plan.targets)
+        said = placement_warnings(placement, plan.candidates, plan.state.nodes, plan.targets)
         out += [paint(f"warning: {w}", "yellow") for w in said]
     return "\n".join(out)

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubectl_desched.framework.overlay import PlannedState
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus
 from kubectl_desched.model import Pod
 from kubectl_desched.state import ClusterState
@@ -68,7 +69,8 @@ class EvictionPlan:
     """Everything a run decided: candidates, notes on pods looked at but kept, node classes."""
 
     def __init__(self, state: ClusterState, limits: Limits) -> None:
-        self.state = state
+        self.cluster = state  # as read: never written
+        self.state = PlannedState(state)  # as this plan leaves it: what plugins and the readers after them see
         self.limits = limits
         self.candidates: list[Candidate] = []
         self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
@@ -127,7 +129,7 @@ class EvictionPlan:
         w = workload_of(pod)
         if w is not None:
             self._per_workload[w] += 1
-        self.state.remove(pod)
+        self.state.plan(pod)
         return cand
 
     def pdb_refusal(self, pod: Pod) -> str | None:
@@ -193,7 +195,7 @@ class ProfileEvictor:
         return reason is None
 
     def evict(self, pod: Pod, options: EvictOptions) -> EvictOutcome:
-        if self.plan.state.is_removed(pod):
+        if self.plan.state.is_planned(pod):
             return self._outcome(pod, EvictStatus.FILTERED)
         hit = self.plan.limit_status(pod)
         if hit:

@@ -149,7 +149,7 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                 plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
-    warn_whole_workloads(plan, state)
+    warn_whole_workloads(plan, plan.state)  # as the plan leaves the cluster
     return plan
 
 
