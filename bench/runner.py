@@ -71,6 +71,8 @@ def candidates(n: int) -> list[Any]:
 def old_module(ref: str) -> ModuleType:
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:kubectl_desched/evictors/execute.py"],
                             check=True, capture_output=True, text=True).stdout
+    # The acting protocol was called Evictor before it became PodEvictor: let an old runner import it.
+    source = source.replace("EvictionResult, Evictor, Stop", "EvictionResult, PodEvictor as Evictor, Stop")
     path = Path(tempfile.mkdtemp()) / "old_execute.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_execute", path)
