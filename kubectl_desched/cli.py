@@ -11,7 +11,7 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from kubectl_desched import __version__, app
+from kubectl_desched import __version__, app, completion
 from kubectl_desched.commandline.checks import name, pod_reference
 from kubectl_desched.commandline.groups import acting, cluster_access, options, output, scope
 from kubectl_desched.commandline.help import command
@@ -98,7 +98,7 @@ def explain() -> None:
 
 @command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1"),
                                    ("Name it as kubectl does", "kubectl desched explain pod shop/web-1")])
-@click.argument("pod_name", metavar="POD")
+@click.argument("pod_name", metavar="POD", shell_complete=completion.pods)
 @cluster_access
 @scope
 @EXPLAIN_PLUGINS
@@ -118,7 +118,7 @@ def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags
     ("The node's class and every pod's verdict, reading only that node", "kubectl desched explain node worker-a1"),
     ("The same against other thresholds, reading the whole cluster",
      "kubectl desched explain node worker-a1 -A --full --thresholds cpu=30")])
-@click.argument("node_name", metavar="NODE")
+@click.argument("node_name", metavar="NODE", shell_complete=completion.nodes)
 @cluster_access
 @scope
 @EXPLAIN_PLUGINS
@@ -182,6 +182,15 @@ def version(output: str) -> None:
         click.echo(f"kubectl-desched v{__version__} (python {sys.version.split()[0]})")
 
 
+@cli.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion_script(shell: str) -> None:
+    """Print the completion script for the standalone kubectl-desched (kubectl desched completes through
+    kubectl_complete-desched on PATH). E.g. source <(kubectl-desched completion bash)."""
+    from kubectl_desched.shellcomplete import script
+    click.echo(script(shell))
+
+
 def error_line(message: object) -> str:
     """The last guard before the terminal: whatever a message quotes (a server's words, a value typed, a file's
     content) it stays one printable line of bounded length, so it cannot forge a second `error:` line."""
@@ -190,13 +199,20 @@ def error_line(message: object) -> str:
 
 def main() -> None:
     """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
+    if sys.argv[1:2] == ["__complete"]:  # cobra's completion request, as kubectl_complete-desched makes it
+        from kubectl_desched.shellcomplete import kubectl_main
+        kubectl_main()
+        return
     try:
-        cli.main(prog_name="kubectl desched", standalone_mode=False)
+        cli.main(prog_name="kubectl desched", standalone_mode=False, complete_var=completion.COMPLETE_VAR)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted: nothing further was evicted", err=True)
         sys.exit(app.EXIT_NOT_CONFIRMED)
+    except click.exceptions.NoArgsIsHelpError as e:  # `kubectl desched` alone: its help, as kubectl prints its own
+        click.echo(e.ctx.get_help() if e.ctx else cli.get_help(click.Context(cli)))
+        sys.exit(0)
     except click.ClickException as e:
         click.echo(error_line(e.format_message()), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)

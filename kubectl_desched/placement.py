@@ -436,9 +436,9 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
             if name not in allowed:
                 continue
             n = by_name[name]
-            why = _fits(pod, n, cl.used[name]) or affinity.refusal(n) or (spread.refusal(n) if spread else None)
-            if why:
-                refused[why] += 1
+            refusal = _fits(pod, n, cl.used[name]) or affinity.refusal(n) or (spread.refusal(n) if spread else None)
+            if refusal:
+                refused[refusal] += 1
                 continue
             feasible.append(n)
             if len(feasible) >= limit:

@@ -1,12 +1,12 @@
-"""Policies: upstream's DeschedulerPolicy and Koordinator's DeschedulerConfiguration (both
-descheduler/v1alpha2), decoded into profiles of configured plugins. Errors name the file and the field path.
-Flags are turned into a DeschedulerPolicy too, so one path validates everything."""
+"""The policy decoder: upstream's DeschedulerPolicy and Koordinator's DeschedulerConfiguration (both
+descheduler/v1alpha2), decoded into profiles of configured plugins (the types: framework/policy.py; reading files:
+policyfile.py). Errors name the file and the field path. Flags are turned into a DeschedulerPolicy too, so one path
+validates everything."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
@@ -15,8 +15,8 @@ from kubectl_desched import safeload
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
-from kubectl_desched.framework.registry import PluginSpec, Registry
-from kubectl_desched.kube.snapshot import read_text
+from kubectl_desched.framework.policy import PluginUse, Policy, Profile
+from kubectl_desched.framework.registry import Registry
 from kubectl_desched.selectors import Matcher, label_selector, parse_selector
 from kubectl_desched.shapes import shown, yaml_hint
 
@@ -36,67 +36,15 @@ _DAEMON_FIELDS = {
 }
 
 
-@dataclass
-class PluginUse:
-    spec: PluginSpec
-    args: Any
-    path: str
-
-
-@dataclass
-class Profile:
-    name: str
-    deschedule: list[PluginUse] = field(default_factory=list)
-    balance: list[PluginUse] = field(default_factory=list)
-    filters: list[PluginUse] = field(default_factory=list)
-    pre_eviction_filters: list[PluginUse] = field(default_factory=list)
-    node_selector: Matcher | None = None
-
-
-@dataclass
-class Policy:
-    kind: str
-    source: str
-    profiles: list[Profile]
-    limits: Limits
-    node_selector: Matcher | None
-    raw: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-    evict_plugins: list[str] = field(default_factory=list)
-    from_file: bool = True  # False when flags describe it: then kubectl's default namespace scope applies
-
-    def required_kinds(self) -> set[str]:
-        """Objects beyond nodes, pods and PDBs that the configured plugins need."""
-        kinds: set[str] = set()
-        for p in self.profiles:
-            for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
-                needs = getattr(u.spec.factory, "required_kinds", None)
-                if needs is not None:
-                    kinds |= set(needs(u.args))
-        return kinds
-
-    def plugin_names(self) -> list[str]:
-        return [u.spec.name for p in self.profiles for u in (*p.deschedule, *p.balance)]
-
-
-def read_policy_file(path: str) -> dict[str, Any]:
-    """The policy's YAML, decoded as upstream decodes it (YAML 1.1: `yes` and `y` are booleans), bounded in size,
-    depth and alias expansion (safeload.py)."""
-    raw = safeload.yaml_value(read_text(path), path)
-    if not isinstance(raw, dict):
-        raise UsageError(f"{path}: a policy must be a YAML object with apiVersion and kind")
-    return raw
-
-
 MAX_PATCH_OPERATIONS = 1000
 MAX_PATCH_VALUES = 100_000  # values a patch may write, copies included: a few `copy` operations double a policy
 
 
 def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
-    """RFC 6902 JSON Patch, like `kubectl patch --type json -p`; `@FILE` reads the patch from a file.
+    """RFC 6902 JSON Patch, like `kubectl patch --type json -p` (the text: policyfile.patch_text reads `@FILE`).
     Operations apply one by one; each value one writes is measured, so no patch nests the policy past
     safeload.MAX_DEPTH or copies it into millions of values, and the result must still be an object."""
-    text = read_text(patch_text[1:]) if patch_text.startswith("@") else patch_text
+    text = patch_text
     try:
         ops = safeload.yaml_value(text, "--policy-patch")
     except safeload.InputError as e:
@@ -113,8 +61,7 @@ def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
             if isinstance(op, dict) and op.get("op") in ("add", "replace", "copy", "move"):
-                path = op.get("path")
-                pointer = jsonpatch.JsonPointer(path)
+                pointer = jsonpatch.JsonPointer(str(op.get("path")))
                 written += _measure(pointer.resolve(doc), len(pointer.parts), MAX_PATCH_VALUES - written)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError,
                 ValueError, AttributeError, RecursionError) as e:
@@ -348,13 +295,6 @@ def decode_policy(raw: dict[str, Any], registry: Registry, source: str) -> Polic
     return _Decoder(raw, registry, source).decode()
 
 
-def load_policy(path: str, registry: Registry, patch: str | None = None) -> Policy:
-    raw = read_policy_file(path)
-    if patch:
-        raw = apply_patch(raw, patch)
-    return decode_policy(raw, registry, path)
-
-
 def policy_from_plugins(plugins: list[tuple[str, str, dict[str, Any]]], evictor_args: dict[str, Any],
                         limits: Mapping[str, int | None], profile: str = "kubectl-desched") -> dict[str, Any]:
     """The DeschedulerPolicy that flags describe: one profile with the named (plugin, point, args)."""
@@ -367,3 +307,6 @@ def policy_from_plugins(plugins: list[tuple[str, str, dict[str, Any]]], evictor_
         enabled.setdefault(point, {"enabled": []})["enabled"].append(name)
     raw["profiles"] = [{"name": profile, "pluginConfig": configs, "plugins": enabled}]
     return raw
+
+
+__all__ = ["PluginUse", "Policy", "Profile", "apply_patch", "decode_policy", "policy_from_plugins"]

@@ -67,3 +67,8 @@ def format_resource(name: str, value: float) -> str:
                 return f"{value / size:.1f}{unit}".replace(".0" + unit, unit)
         return f"{value:.0f}"
     return f"{value:g}"
+
+
+def fmt_pct(v: float) -> str:
+    """A percentage as tables show it: one decimal, none when it is whole (52.5%, 50%)."""
+    return f"{v:.1f}%".replace(".0%", "%")

@@ -14,17 +14,10 @@ from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.placement import Placement
-from kubectl_desched.plugins.nodeutilization import fmt_pct
-from kubectl_desched.quantity import format_resource
-from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.quantity import fmt_pct, format_resource
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
-_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
-                  "gone": "yellow", "terminating": "yellow", "conflict": "yellow", "blocked": "yellow",
-                  "interrupted": "yellow"}
-
-
 def color_enabled(stream: Any = None) -> bool:
     stream = stream or sys.stdout
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
@@ -78,7 +71,7 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
             number, pods = marks.setdefault(w, (len(marks) + 1, []))
             pods.append(f"{p.namespace}/{p.name}")
             reason += f" [{number}]"
-        row = [p.namespace, p.name, p.node_name, c.plugin, reason]
+        row: list[Any] = [p.namespace, p.name, p.node_name, c.plugin, reason]
         if wide:
             row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
             if placement:
@@ -174,7 +167,7 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
 def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:
     p = c.pod
     d = placement.of(c) if placement else None
-    where = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
+    where: dict[str, Any] = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
                                                   "tiedWith": list(d.tied), "recreated": d.recreated}}
     doc = {
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
@@ -203,10 +196,3 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
     if results is not None:
         doc["evictions"] = [result_doc(r) for r in results]
     return doc
-
-
-def results_table(results: list[EvictionResult], paint: Painter) -> str:
-    rows = [[r.candidate.pod.namespace, r.candidate.pod.name, r.candidate.pod.node_name,
-             paint(r.outcome, _OUTCOME_COLOR.get(r.outcome, "red")), one_line(r.message, LINE_LIMIT)]
-            for r in results]  # a message may quote the server: one printable line per row
-    return tabulate(rows, headers=["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"], tablefmt="plain")

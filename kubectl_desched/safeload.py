@@ -85,7 +85,7 @@ def read_file(path: str, limit: int | None = None) -> str:
         try:
             return read_bounded(f, "<stdin>", limit)
         finally:
-            if f is not sys.stdin:
+            if isinstance(f, io.TextIOWrapper) and f is not sys.stdin:
                 f.detach()  # its buffer is standard input's, which stays open
     try:
         f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below

@@ -21,7 +21,9 @@ def _match_all(_labels: Mapping[str, str]) -> bool:
 
 def _split_terms(text: str) -> list[str]:
     """Split on commas that are not inside parentheses (empty terms kept, to be refused)."""
-    terms, depth, cur = [], 0, []
+    terms: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch == "(":
             depth += 1
@@ -61,9 +63,9 @@ def parse_selector(text: str | None) -> Matcher:
             key, op, value = m.groups()
             _check_term(term, key, [value])
             if op == "!=":
-                requirements.append(lambda lb, k=key, v=value: lb.get(k) != v)
+                requirements.append(_not_equal(key, value))
             else:
-                requirements.append(lambda lb, k=key, v=value: lb.get(k) == v)
+                requirements.append(_equal(key, value))
             continue
         m = _SET_EXPR.match(term)
         if not m:
@@ -94,6 +96,14 @@ def _set_requirement(key: str, operator: str, values: frozenset[str]) -> Matcher
     raise ValueError(f"unknown operator {operator!r}")
 
 
+def _equal(key: str, value: str) -> Matcher:
+    return lambda labels: labels.get(key) == value
+
+
+def _not_equal(key: str, value: str) -> Matcher:
+    return lambda labels: labels.get(key) != value
+
+
 def _all_of(requirements: list[Matcher]) -> Matcher:
     if not requirements:
         return _match_all
@@ -120,7 +130,7 @@ def label_selector(obj: Mapping[str, Any] | None, *, empty_matches_all: bool = T
             raise ValueError(f"matchLabels: keys must be strings, not {describe(k)}")
         if not isinstance(v, str):
             raise ValueError(f"matchLabels.{printable(k)}: {not_a('a string', v)}")
-        requirements.append(lambda lb, k=k, v=v: lb.get(k) == v)
+        requirements.append(_equal(k, v))
     expressions = obj.get("matchExpressions") or []
     if not isinstance(expressions, list):
         raise ValueError(f"matchExpressions must be a list, not {describe(expressions)}")

@@ -75,8 +75,9 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     for w in policy.warnings:
         warn(w)
     if point is not None:  # a copy: the caller's policy stays as given
-        keep = {"deschedule": []} if point == "balance" else {"balance": []}
-        policy = replace(policy, profiles=[replace(p, **keep) for p in policy.profiles])
+        only_balance = point == "balance"
+        policy = replace(policy, profiles=[replace(p, deschedule=[]) if only_balance else replace(p, balance=[])
+                                           for p in policy.profiles])
         if not any(p.balance or p.deschedule for p in policy.profiles):
             raise UsageError(f"the policy enables no {point} plugin")
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 import click
 
+from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.durations import MAX_DURATION_SECONDS
@@ -63,14 +64,16 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
 
 
 cluster_access = OptionGroup("access", [
-    option(CLUSTER_ACCESS, "--kubeconfig", metavar="FILE",
+    option(CLUSTER_ACCESS, "--kubeconfig", metavar="FILE", shell_complete=completion.files,
            help="Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
-    option(CLUSTER_ACCESS, "--context", help="Kubeconfig context to use."),
-    option(CLUSTER_ACCESS, "--cluster", help="Kubeconfig cluster to use instead of the context's."),
-    option(CLUSTER_ACCESS, "--user", help="Kubeconfig user to use instead of the context's."),
+    option(CLUSTER_ACCESS, "--context", shell_complete=completion.contexts, help="Kubeconfig context to use."),
+    option(CLUSTER_ACCESS, "--cluster", shell_complete=completion.clusters,
+           help="Kubeconfig cluster to use instead of the context's."),
+    option(CLUSTER_ACCESS, "--user", shell_complete=completion.users,
+           help="Kubeconfig user to use instead of the context's."),
     option(CLUSTER_ACCESS, "--request-timeout", default="0", metavar="DURATION",
            help="Timeout of each API request, e.g. 30s (0: none, like kubectl)."),
-    option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE",
+    option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completion.files,
            help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
                 "cluster (repeatable, - for stdin). Nothing can be evicted."),
 ], _access)
@@ -87,14 +90,15 @@ def _scope(v: dict[str, Any]) -> ScopeOptions:
 
 
 scope = OptionGroup("scope", [
-    option(SCOPE, "-n", "--namespace", "namespaces", multiple=True, metavar="NS",
+    option(SCOPE, "-n", "--namespace", "namespaces", multiple=True, metavar="NS", shell_complete=completion.namespaces,
            help="Only pods in these namespaces are candidates (repeatable or comma-separated). "
                 "Default: the context's namespace; all namespaces with --policy."),
     option(SCOPE, "-A", "--all-namespaces", is_flag=True, help="Pods in every namespace are candidates."),
     option(SCOPE, "--exclude-namespace", "exclude_namespaces", multiple=True, metavar="NS",
+           shell_complete=completion.namespaces,
            help="Pods in these namespaces are never candidates (repeatable or comma-separated)."),
     option(SCOPE, "-l", "--selector", metavar="LABELS", help="Only pods matching this label selector are candidates."),
-    option(SCOPE, "--nodes", metavar="A,B", help="Only these nodes are considered."),
+    option(SCOPE, "--nodes", metavar="A,B", shell_complete=completion.nodes, help="Only these nodes are considered."),
     option(SCOPE, "--node-selector", metavar="LABELS", help="Only nodes matching this label selector are considered."),
 ], _scope)
 

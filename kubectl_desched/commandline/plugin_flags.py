@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import EVICTOR_FILTERS, PLUGINS, option
 from kubectl_desched.errors import ConfigError, UsageError
@@ -17,7 +18,8 @@ from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.flags import Flag, Integer, Switch
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.policy import Policy, apply_patch, decode_policy, policy_from_plugins
+from kubectl_desched.policyfile import load_policy, patch_text
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 DEFAULT_EVICTOR = "DefaultEvictor"
@@ -95,13 +97,14 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
 
 
 POLICY = [
-    option(PLUGINS, "--policy", "policy_file", metavar="FILE",
+    option(PLUGINS, "--policy", "policy_file", metavar="FILE", shell_complete=completion.files,
            help="A DeschedulerPolicy or Koordinator DeschedulerConfiguration (descheduler/v1alpha2)."),
     option(PLUGINS, "--policy-patch", metavar="PATCH",
            help="RFC 6902 JSON Patch applied to the policy first (inline, or @FILE)."),
 ]
 FROM_FLAGS = [
-    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", help="Plugin to run (repeatable)."),
+    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", shell_complete=completion.plugin_names,
+           help="Plugin to run (repeatable)."),
     option(PLUGINS, "--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
            help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),
 ]
@@ -203,7 +206,7 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     evictor_args = evictor.cli.args(flags.values, extra.get(DEFAULT_EVICTOR, {}))
     raw = policy_from_plugins([(s.name, use, args) for s, use, args in plugins], evictor_args, flags.limits)
     if flags.policy_patch:
-        policy = decode_policy(apply_patch(raw, flags.policy_patch), registry, "flags with --policy-patch")
+        policy = decode_policy(apply_patch(raw, patch_text(flags.policy_patch)), registry, "flags with --policy-patch")
     else:
         for spec, _use, args in [(evictor, "filter", evictor_args), *plugins]:
             _check_args(spec, args, extra.get(spec.name, {}))

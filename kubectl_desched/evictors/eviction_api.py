@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import urllib3
 
 from kubectl_desched.evictors.base import EvictionResult, default_live_line, now, stopped_by
+from kubectl_desched.evictors.results import results_table
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.apierrors import api_exception
@@ -133,8 +134,7 @@ class EvictionApiEvictor:
         self.request_timeout = bounded_timeout(conn)
 
     def results_table(self, results: Sequence[EvictionResult], paint: Painter) -> str:
-        from kubectl_desched.render import results_table
-        return results_table(list(results), paint)
+        return results_table(results, paint)
 
     def document_sections(self, results: Sequence[EvictionResult]) -> dict[str, Any]:
         return {}

@@ -9,10 +9,10 @@ from typing import Any
 
 from kubectl_desched.errors import ConfigError, DeschedError
 from kubectl_desched.framework.plan import EvictionPlan, PluginHandle, ProfileEvictor
+from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
 from kubectl_desched.framework.workloads import warn_whole_workloads
 from kubectl_desched.model import Node, Pod
-from kubectl_desched.policy import PluginUse, Policy
 from kubectl_desched.selectors import Matcher
 from kubectl_desched.state import ClusterState
 

@@ -28,6 +28,9 @@ from kubectl_desched.shapes import printable
 
 _OVERRIDE_CONTEXT = "kubectl-desched/override"
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# urllib3's (connect, read) seconds; a read of None waits as long as the server takes.
+Timeout = float | tuple[float, float | None] | None
+
 @dataclass
 class KubeOptions:
     kubeconfig: str | None = None
@@ -44,7 +47,7 @@ class Connection:
     server: str
     context: str
     namespace: str
-    timeout: float | tuple[float, float] | None = field(default=None)
+    timeout: Timeout = field(default=None)
 
 
 def _kubeconfig_paths(opts: KubeOptions) -> tuple[str, list[str]]:
@@ -174,6 +177,20 @@ def _merged(opts: KubeOptions) -> tuple[_Merged, str] | None:
     return merged, opts.context or current
 
 
+def kubeconfig_names(kubeconfig: str | None, section: str) -> list[str]:
+    """The names under `contexts`, `clusters` or `users` across the kubeconfig files kubectl would read (for
+    completion; an unreadable file gives none rather than an error)."""
+    _path_string, existing = _kubeconfig_paths(KubeOptions(kubeconfig))
+    names: list[str] = []
+    for path in existing:
+        try:
+            doc, _secrets = _read_kubeconfig(path)
+        except Exception:
+            continue
+        names += [e["name"] for e in doc.get(section) or () if isinstance(e, dict) and e.get("name")]
+    return list(dict.fromkeys(names))
+
+
 def _context_entry(merger: _Merged, name: str) -> dict:
     for ctx in merger.config.value["contexts"]:
         value = ctx.value if hasattr(ctx, "value") else ctx
@@ -228,7 +245,7 @@ def context_namespace(opts: KubeOptions) -> str:
     return _context_entry(merger, ctx_name).get("namespace") or "default"
 
 
-def _timeout(opts: KubeOptions) -> float | tuple[float, float] | None:
+def _timeout(opts: KubeOptions) -> Timeout:
     if opts.request_timeout > 0:
         return (opts.request_timeout, opts.request_timeout)
     return (30.0, None)  # bounded connect, unbounded read, as kubectl without --request-timeout

@@ -3,6 +3,7 @@ client's transport, turned page by page into the lean model (never into the clie
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -28,7 +29,7 @@ from kubectl_desched.state import ClusterState
 if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
-    from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
+    from kubectl_desched.kube.config import Connection, Timeout  # it imports the kubernetes client
 
 Progress = Callable[[str, int], None]
 PAGE_SIZE = 500  # kubectl's chunk size
@@ -142,7 +143,7 @@ def _short(e: object) -> str:
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
+                 body: Any = None, timeout: Timeout = None) -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
     JSON object. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException; a 2xx body
     that is not a JSON object raises NotJSON. `timeout` replaces the connection's (--request-timeout) for this
@@ -152,7 +153,7 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                body: Any = None, timeout: float | tuple[float, float] | None = None) -> bytes:
+                body: Any = None, timeout: Timeout = None) -> bytes:
     api = conn.api
     # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~5x smaller),
     # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
@@ -279,9 +280,13 @@ def _slim_job(o: Mapping[str, Any]) -> Mapping[str, Any]:
             "status": {k: status[k] for k in ("phase",) if k in status}}
 
 
+def _slim_of_kind(kind: str, obj: Mapping[str, Any]) -> Any:
+    return _slim_workload({**obj, "kind": kind})
+
+
 # A LIST's items carry no kind: each slim form puts it back where the plugin needs it.
 _SLIM: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    **{kind: (lambda o, kind=kind: _slim_workload({**o, "kind": kind}))
+    **{kind: functools.partial(_slim_of_kind, kind)
        for kind in ("ReplicaSet", "Deployment", "StatefulSet", "ReplicationController")},
     "PodMigrationJob": _slim_job,
 }

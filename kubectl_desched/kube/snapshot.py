@@ -8,6 +8,7 @@ Both are bounded in size and depth (safeload.py)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import sys
 from collections import defaultdict
@@ -63,7 +64,7 @@ def _opened(path: str) -> Iterator[TextIO]:
         try:
             yield f
         finally:
-            if f is not sys.stdin:
+            if isinstance(f, io.TextIOWrapper) and f is not sys.stdin:
                 f.detach()  # leave standard input open
         return
     try:

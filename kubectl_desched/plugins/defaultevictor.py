@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -141,7 +142,7 @@ class DefaultEvictor(EvictorPlugin):
     local-storage pods, with optional PVC, PDB, ResourceClaim, label, age, replica and node-fit rules."""
 
     name = "DefaultEvictor"
-    args_type = DefaultEvictorArgs
+    args_type: ClassVar[type | None] = DefaultEvictorArgs  # MigrationController puts its own here
     cli = CliSurface(flags=(
         Flag("--evict-local-storage-pods", "evictLocalStoragePods", "allow pods with emptyDir/hostPath"),
         Flag("--evict-system-critical-pods", "evictSystemCriticalPods", "allow system-critical pods"),
@@ -168,7 +169,8 @@ class DefaultEvictor(EvictorPlugin):
         cfg = args.pod_protections.config.pods_with_pvc if args.pod_protections.config else None
         if "PodsWithPVC" in self.protections and cfg:
             self.protected_classes = {sc.name for sc in cfg.protected_storage_classes}
-        self.ns_match = args.namespace_label_selector.matcher() if _has_terms(args.namespace_label_selector) else None
+        selector = args.namespace_label_selector
+        self.ns_match = selector.matcher() if selector is not None and _has_terms(selector) else None
         self._ns_labels = {
             (o.get("metadata") or {}).get("name"): (o.get("metadata") or {}).get("labels") or {}
             for o in handle.state.extra.get("Namespace", [])
@@ -260,7 +262,7 @@ class DefaultEvictor(EvictorPlugin):
             out.append("uses ResourceClaims")
         return out
 
-    def _storage_class_protection(self, namespace: str, claims: list[str]) -> list[str]:
+    def _storage_class_protection(self, namespace: str, claims: Sequence[str]) -> list[str]:
         """Upstream protects the pod when a claim is missing or has no class: its class cannot be known."""
         classes = []
         for claim in claims:

@@ -3,6 +3,7 @@ schedulable nodes (best with a scheduler that packs, e.g. MostAllocated scoring)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -85,7 +86,7 @@ class HighNodeUtilization(BalancePlugin):
 
         for n in sorted(under, key=lambda n: (sum(used[n.name].values()), n.name)):
             reason = f"node under-utilized: {nu.describe(pct[n.name], self.named)} ({limits}); packing elsewhere"
-            if not loop.run(n, used[n.name], stop, lambda reason=reason: reason):
+            if not loop.run(n, used[n.name], stop, functools.partial(str, reason)):
                 return
 
     def _classify(self, n: Node, p: dict[str, float]) -> str:

@@ -171,9 +171,9 @@ class Arbitration:
         by_ctrl: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for _name, _phase, (ns, name, uid) in self.jobs:
             named = by_key.get(f"{ns}/{name}")
-            for p in (by_uid.get(uid) if uid else None, named):
-                if p is not None and p.node_name:
-                    on_node[p.node_name].add(id(p))
+            for found in (by_uid.get(uid) if uid else None, named):
+                if found is not None and found.node_name:
+                    on_node[found.node_name].add(id(found))
             ctrl = controller_of(named) if named is not None else None
             if ctrl is not None:
                 by_ctrl[ctrl.uid].add((f"{ns}/{name}", uid))
@@ -243,7 +243,8 @@ class Arbitration:
             return Workload(deployment, deployment.replicas, self._replica_sets_of(deployment), str(deployment))
         return Workload(owner, owner.replicas, (owner.uid,), str(owner))
 
-    def _unknown(self, kind: str) -> None:
+    def _unknown(self, kind: str) -> Workload | None:
+        """None: the workload cannot be judged without the kind's objects; said once per kind."""
         if kind not in self._told:
             self._told.add(kind)
             self.info(f"the source has no {kind} objects: the expected-replicas and per-workload checks are left "

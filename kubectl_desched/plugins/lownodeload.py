@@ -8,6 +8,7 @@ counts as abnormal (as with consecutiveAbnormalities 1), and the run says so whe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from kubectl_desched.metrics import KOORD_NODE_METRIC, NodeMetricView, koordinat
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import koordinator as koord
 from kubectl_desched.plugins import nodeutilization as nu
-from kubectl_desched.plugins.nodeutilization import fmt_pct
+from kubectl_desched.quantity import fmt_pct
 from kubectl_desched.scheduling import pod_matches_node_selector, pod_tolerates_taint
 
 Thresholds = dict[str, float]
@@ -244,6 +245,11 @@ _SHOWN_AS = {"high": "over-utilized", "prod_high": "prod over-utilized", "low": 
              "both_low": "under-utilized", "prod_low": "prod under-utilized", "none": "appropriately utilized"}
 
 
+def _source_order(load: _NodeLoad, prod: bool, weights: Mapping[str, int]) -> tuple[float, str]:
+    """The busiest source first by the pool's weighted usage score; by name among equals."""
+    return -_usage_score(load.used(prod), load.allocatable, weights), load.node.name
+
+
 def _group(load: _NodeLoad) -> str:
     """Koordinator's order: under the low thresholds first (then by prod usage), then over the high ones."""
     if load.under(False):
@@ -383,8 +389,8 @@ class LowNodeLoad(BalancePlugin):
             return
 
         weights = pool.resource_weights or {}
-        for group, prod in ((high, False), (prod_high, True)):
-            group.sort(key=lambda ld, prod=prod: (-_usage_score(ld.used(prod), ld.allocatable, weights), ld.node.name))
+        for loads, prod in ((high, False), (prod_high, True)):
+            loads.sort(key=functools.partial(_source_order, prod=prod, weights=weights))
         self._move(high, low, prod_high, prod_low, both_low, levels, pool)
         processed.update(load.node.name for load in high)
 

@@ -4,6 +4,7 @@ metricsUtilization the actual usage metrics-server reports."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kubectl_desched.errors import ConfigError
@@ -13,6 +14,7 @@ from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch
 from kubectl_desched.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins import nodeutilization as nu
+from kubectl_desched.quantity import fmt_pct
 
 # Upstream has no default thresholds; from flags, these (shown in --help).
 DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}
@@ -137,7 +139,7 @@ class LowNodeUtilization(BalancePlugin):
         return {n.name: {**{r: self.metrics.nodes[n.name].get(r, 0.0) for r in ("cpu", "memory")},
                          "pods": state.requested(n.name)["pods"]} for n in nodes}
 
-    def _pod_usage(self, pod: Pod) -> dict[str, float] | None:
+    def _pod_usage(self, pod: Pod) -> Mapping[str, float] | None:
         return self.metrics.pod(pod.key) if self.metrics is not None else pod.requests
 
     def balance(self, nodes: list[Node]) -> None:
@@ -201,7 +203,7 @@ class LowNodeUtilization(BalancePlugin):
 
             def reason(n: Node = n, u: dict[str, float] = u, cap: dict[str, float] = cap) -> str:
                 return "node over target: the node's " + ", ".join(
-                    f"{r} {nu.fmt_pct(self._pct(u, n, r))} > {nu.fmt_pct(high.get(r, 100.0))}"
+                    f"{r} {fmt_pct(self._pct(u, n, r))} > {fmt_pct(high.get(r, 100.0))}"
                     for r in self.tracked if u[r] > cap[r])
 
             if not loop.run(n, u, stop, reason, node_limit):

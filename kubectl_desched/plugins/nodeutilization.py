@@ -10,6 +10,7 @@ from kubectl_desched.framework.flags import Flag, Integer, Percentages
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.plugins.podorder import eviction_order
+from kubectl_desched.quantity import fmt_pct
 from kubectl_desched.scheduling import pod_tolerates_taint
 from kubectl_desched.state import ClusterState
 
@@ -111,10 +112,6 @@ def could_move(handle: Any, node: Node, excluded: set[str], why: str,
     evictor = handle.evictor
     return [(p, why) for p in eviction_order([p for p in handle.state.pods_on_node(node.name) if not p.is_terminal])
             if p.namespace not in excluded and evictor.filter(p) and (pod_filter is None or pod_filter(p))]
-
-
-def fmt_pct(v: float) -> str:
-    return f"{v:.1f}%".replace(".0%", "%")
 
 
 def describe(pct: Mapping[str, float], resources: Iterable[str]) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import IncludeExclude, LabelSelectorArg, Namespaces
@@ -20,7 +21,6 @@ from kubectl_desched.plugins.podstatus import (
     containers,
     evict_in_order,
     human_duration,
-    parse_time,
     screen,
     seconds_since,
     seconds_text,

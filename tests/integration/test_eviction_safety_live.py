@@ -203,8 +203,9 @@ def test_sigterm_during_a_retry_writes_the_report(cluster: Any, namespace: str, 
     args = tainted(cluster, namespace, ["a-guarded", "b-web", "c-web"])
     cluster.create_pdb(namespace, "a", {"app": "a"}, min_available=1, disruptions_allowed=0)
     report = tmp_path / "r.json"
-    session = Interactive(cluster.kubeconfig_for(), *args, "--yes", "--max-in-flight", "2", "--interval", "3s",
-                          "--timeout", "60s", "--report", str(report))
+    # --no-respect-pdbs: the guarded pod is planned so that its eviction is retried on 429 while the signal comes
+    session = Interactive(cluster.kubeconfig_for(), *args, "--no-respect-pdbs", "--yes", "--max-in-flight", "2",
+                          "--interval", "3s", "--timeout", "60s", "--report", str(report))
     session.wait_for("b-web: evicted")
     session.wait_for("retry 2 in")  # a-guarded is being retried
     session.proc.send_signal(sig)
@@ -252,7 +253,7 @@ def test_a_server_dry_run_answers_budgets_at_once_and_counts_the_plan(cluster: A
     cluster.create_pdb(namespace, "web", {"app": "web"}, min_available=1, disruptions_allowed=1)
     report = tmp_path / "r.json"
     began = time.monotonic()
-    proc = desched(cluster.kubeconfig_for(), *args, "--dry-run=server", "--yes", "--timeout", "5m",
+    proc = desched(cluster.kubeconfig_for(), *args, "--no-respect-pdbs", "--dry-run=server", "--yes", "--timeout", "5m",
                    "--report", str(report))
     took = time.monotonic() - began
     assert proc.returncode == 1, proc.stderr

@@ -139,8 +139,9 @@ def test_a_pdb_held_job_fails_on_the_controllers_schedule_after_its_ttl(scene: t
     cluster.create_pdb(ns, "app-pdb", {"app": "app"}, min_available=7, disruptions_allowed=0)
     began = time.monotonic()
     with controller(cluster, koord_descheduler, tmp_path, defaultJobMode="EvictDirectly"):
+        # --no-respect-pdbs: planned although the budget is spent, so the controller meets the refusal
         proc = desched(cluster.kubeconfig_for(), *run, "--max-pods", "1", "--migration-mode", "EvictDirectly",
-                       "--migration-ttl", "15s", timeout=480)
+                       "--migration-ttl", "15s", "--no-respect-pdbs", timeout=480)
     took = time.monotonic() - began
     assert proc.returncode == 1, proc.stderr
     lines = _lines(proc.stderr, ns, "app-0")

@@ -36,15 +36,14 @@ def test_cordoned_node_is_drained_by_the_installed_plugin(cluster: Any, namespac
     cordon = cluster.kubectl("cordon", cordoned)
     assert cordon.returncode == 0, cordon.stderr
 
-    # --timeout 0: the PDB's refusal is final, not retried for minutes
+    # db-0's budget is spent: the plan keeps it and takes the next pod, as upstream's real run goes on after a 429
     proc = desched(cluster.kubeconfig_for(), "deschedule", *scope, "--max-pods-per-node", "3", "--yes",
                    "--timeout", "0", "-o", "json")
     doc = as_json(proc)
     assert [(c["pod"], c["plugin"], c["reason"]) for c in doc["candidates"]] == [
-        (name, PLUGIN, "node is cordoned (spec.unschedulable)") for name in ("db-0", "web-0", "web-1")]
-    assert {e["pod"]: e["result"] for e in doc["evictions"]} == {"db-0": "blocked", "web-0": "evicted",
-                                                                  "web-1": "evicted"}
-    assert proc.returncode == 1  # the PDB refused one confirmed eviction
-    assert _terminating(cluster, ns, "web-0") and _terminating(cluster, ns, "web-1")
-    for name in ("web-2", "db-0", "agent", "api-0"):  # over the limit, the PDB, a DaemonSet pod, a healthy node
+        (name, PLUGIN, "node is cordoned (spec.unschedulable)") for name in ("web-0", "web-1", "web-2")]
+    assert {e["pod"]: e["result"] for e in doc["evictions"]} == dict.fromkeys(("web-0", "web-1", "web-2"), "evicted")
+    assert proc.returncode == 0, proc.stderr
+    assert all(_terminating(cluster, ns, name) for name in ("web-0", "web-1", "web-2"))
+    for name in ("db-0", "agent", "api-0"):  # the PDB, a DaemonSet pod, a healthy node
         assert not _terminating(cluster, ns, name)

@@ -133,3 +133,16 @@ def test_cli_runner_explain_node(workdir: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.startswith("Node n1: Ready; schedulable")
     assert "LowNodeUtilization: over-utilized" in result.output
+
+
+def test_no_arguments_prints_help_and_exits_0() -> None:
+    """As kubectl: `kubectl desched` alone, or a command group alone, is a request for help, not an error."""
+    import subprocess
+    import sys
+
+    for args in ([], ["explain"]):
+        proc = subprocess.run([sys.executable, "-m", "kubectl_desched", *args], capture_output=True, text=True,
+                              check=False, timeout=60)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith(f"Usage: kubectl desched {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+        assert "Commands:" in proc.stdout

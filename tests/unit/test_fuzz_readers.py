@@ -32,7 +32,8 @@ from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.kube.config import KubeOptions, connect, context_namespace
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import apply_patch, decode_policy, load_policy
+from kubectl_desched.policy import apply_patch, decode_policy
+from kubectl_desched.policyfile import load_policy
 from kubectl_desched.quantity import parse_quantity
 from kubectl_desched.render import Painter, candidates_table, document, node_rows, nodes_table
 from kubectl_desched.selectors import label_selector, parse_selector

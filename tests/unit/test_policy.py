@@ -16,7 +16,8 @@ from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.defaultevictor import DefaultEvictorArgs
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilizationArgs
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
-from kubectl_desched.policy import Policy, apply_patch, decode_policy, load_policy, policy_from_plugins
+from kubectl_desched.policy import Policy, apply_patch, decode_policy, policy_from_plugins
+from kubectl_desched.policyfile import load_policy, patch_text
 
 API = "descheduler/v1alpha2"
 LNU_ARGS = {"thresholds": {"cpu": 20, "memory": 20}, "targetThresholds": {"cpu": 50, "memory": 60}}
@@ -559,7 +560,7 @@ def test_patch_in_yaml_and_from_a_file(tmp_path: Path) -> None:
     raw = _upstream(_lnu_profile())
     f = tmp_path / "patch.yaml"
     f.write_text("- op: replace\n  path: /profiles/0/name\n  value: renamed\n")
-    assert apply_patch(raw, f"@{f}")["profiles"][0]["name"] == "renamed"
+    assert apply_patch(raw, patch_text(f"@{f}"))["profiles"][0]["name"] == "renamed"
     assert apply_patch(raw, "[{op: remove, path: /profiles/0/plugins}]")["profiles"][0].get("plugins") is None
 
 
@@ -585,7 +586,7 @@ def test_patch_errors(patch: str, message: str) -> None:
 
 def test_patch_file_missing(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read"):
-        apply_patch({}, f"@{tmp_path / 'none.json'}")
+        apply_patch({}, patch_text(f"@{tmp_path / 'none.json'}"))
 
 
 def test_load_policy_applies_the_patch(tmp_path: Path, registry: Registry) -> None:

@@ -1,0 +1,88 @@
+"""Shell completion of values: the options and arguments that name things (nodes, pods, namespaces, kubeconfig
+contexts, plugins, files). The entry points (kubectl_complete-desched, `completion bash|zsh|fish`) are in
+shellcomplete.py, above the command line.
+
+Live names cost one short request (2 s at most) and import the kubernetes client only then; completing commands
+and flags imports neither."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+COMPLETE_VAR = "_KUBECTL_DESCHED_COMPLETE"  # click's default would put the space of "kubectl desched" in it
+PROG = "kubectl-desched"
+# cobra's ShellCompDirective values, which kubectl reads after the candidates
+DEFAULT, NO_FILE_COMP = 0, 4
+TIMEOUT = 2.0
+
+
+def _access(ctx: click.Context) -> Any:
+    """A connection built from the flags typed so far (--kubeconfig, --context, ...), or None."""
+    from kubectl_desched.kube.config import KubeOptions, connect
+
+    root = ctx.find_root()
+    p = {**root.params, **ctx.params}
+    namespaces = p.get("namespaces") or ()
+    opts = KubeOptions(p.get("kubeconfig"), p.get("context"), p.get("cluster"), p.get("user"),
+                       namespaces[0] if namespaces else None, TIMEOUT)
+    return connect(opts)
+
+
+def _names(path: Callable[[Any, click.Context], str]) -> Callable[[click.Context, click.Parameter, str],
+                                                                   list[CompletionItem]]:
+    """A completer that lists object names from the API; quiet (no candidates) on any failure."""
+    def complete(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        try:
+            from kubectl_desched.kube.live import request_json
+
+            conn = _access(ctx)
+            doc = request_json(conn, "GET", path(conn, ctx), timeout=(TIMEOUT, TIMEOUT))
+        except Exception:  # completion must never print a traceback into the user's shell
+            return []
+        last = incomplete.rsplit(",", 1)
+        prefix = last[0] + "," if len(last) == 2 else ""
+        wanted = last[-1]
+        return [CompletionItem(prefix + name) for name in sorted(
+            (i.get("metadata") or {}).get("name", "") for i in doc.get("items") or ()) if name.startswith(wanted)]
+    return complete
+
+
+def _pod_namespace(conn: Any, ctx: click.Context) -> str:
+    namespaces = ctx.params.get("namespaces") or ()
+    return namespaces[0] if namespaces else conn.namespace or "default"
+
+
+nodes = _names(lambda _conn, _ctx: "/api/v1/nodes?limit=500")
+namespaces = _names(lambda _conn, _ctx: "/api/v1/namespaces?limit=500")
+pods = _names(lambda conn, ctx: f"/api/v1/namespaces/{_pod_namespace(conn, ctx)}/pods?limit=500")
+
+
+def _kubeconfig_names(section: str) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
+    def complete(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        try:
+            from kubectl_desched.kube.config import kubeconfig_names
+
+            found = kubeconfig_names(ctx.find_root().params.get("kubeconfig") or ctx.params.get("kubeconfig"),
+                                     section)
+        except Exception:
+            return []
+        return [CompletionItem(n) for n in sorted(found) if n.startswith(incomplete)]
+    return complete
+
+
+contexts, clusters, users = (_kubeconfig_names(s) for s in ("contexts", "clusters", "users"))
+
+
+def plugin_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    from kubectl_desched.plugins import full_registry
+
+    return [CompletionItem(s.name) for s in sorted(full_registry(), key=lambda s: s.name)
+            if s.name.startswith(incomplete)]
+
+
+def files(_ctx: click.Context, _param: click.Parameter, _incomplete: str) -> list[CompletionItem]:
+    return [CompletionItem("", type="file")]

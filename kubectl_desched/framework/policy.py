@@ -1,0 +1,54 @@
+"""A decoded policy: profiles of configured plugins, the eviction limits, and where it came from. The types only:
+policy.py decodes them, policyfile.py reads the files, framework/runner.py runs them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_desched.framework.plan import Limits
+from kubectl_desched.framework.registry import PluginSpec
+from kubectl_desched.selectors import Matcher
+
+
+@dataclass
+class PluginUse:
+    spec: PluginSpec
+    args: Any
+    path: str
+
+
+@dataclass
+class Profile:
+    name: str
+    deschedule: list[PluginUse] = field(default_factory=list)
+    balance: list[PluginUse] = field(default_factory=list)
+    filters: list[PluginUse] = field(default_factory=list)
+    pre_eviction_filters: list[PluginUse] = field(default_factory=list)
+    node_selector: Matcher | None = None
+
+
+@dataclass
+class Policy:
+    kind: str
+    source: str
+    profiles: list[Profile]
+    limits: Limits
+    node_selector: Matcher | None
+    raw: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    evict_plugins: list[str] = field(default_factory=list)
+    from_file: bool = True  # False when flags describe it: then kubectl's default namespace scope applies
+
+    def required_kinds(self) -> set[str]:
+        """Objects beyond nodes, pods and PDBs that the configured plugins need."""
+        kinds: set[str] = set()
+        for p in self.profiles:
+            for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
+                needs = getattr(u.spec.factory, "required_kinds", None)
+                if needs is not None:
+                    kinds |= set(needs(u.args))
+        return kinds
+
+    def plugin_names(self) -> list[str]:
+        return [u.spec.name for p in self.profiles for u in (*p.deschedule, *p.balance)]
