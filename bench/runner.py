@@ -2,8 +2,8 @@
 """Eviction runner bookkeeping benchmark: 30,000 and 16,000 confirmed candidates through Runner._schedule with an
 instant fake evictor, with no workload keys (plain pacing) and with --wait-ready-style keys (10 pods per workload,
 each workload's pods serialised). Not a timed test: it prints, per case, the median wall seconds and the median CPU
-seconds of the scheduling (main) thread, which is the bookkeeping plus starting one thread per eviction. The floor
-row starts as many no-op threads and nothing else: what remains above it is the bookkeeping.
+seconds of the scheduling (main) thread: the bookkeeping plus handing each eviction to a reused worker
+(evictors/pool.py). The floor row starts one no-op thread per candidate, which is what a thread per eviction costs.
 
 The old runner (before the linear rewrite) is loaded from git (`--old-ref`, default main) into a temporary module and
 measured side by side in the same run, interleaved with the new one; `--old-runs 0` skips it.
@@ -71,6 +71,8 @@ def candidates(n: int) -> list[Any]:
 def old_module(ref: str) -> ModuleType:
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:kubectl_desched/evictors/execute.py"],
                             check=True, capture_output=True, text=True).stdout
+    # The acting protocol was called Evictor before it became PodEvictor: let an old runner import it.
+    source = source.replace("EvictionResult, Evictor, Stop", "EvictionResult, PodEvictor as Evictor, Stop")
     path = Path(tempfile.mkdtemp()) / "old_execute.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_execute", path)

@@ -15,15 +15,9 @@ from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.placement import Placement
 from kubectl_desched.quantity import fmt_pct, format_resource
-from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
-_OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
-                  "gone": "yellow", "terminating": "yellow", "conflict": "yellow", "blocked": "yellow",
-                  "interrupted": "yellow"}
-
-
 def color_enabled(stream: Any = None) -> bool:
     stream = stream or sys.stdout
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
@@ -202,10 +196,3 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
     if results is not None:
         doc["evictions"] = [result_doc(r) for r in results]
     return doc
-
-
-def results_table(results: list[EvictionResult], paint: Painter) -> str:
-    rows = [[r.candidate.pod.namespace, r.candidate.pod.name, r.candidate.pod.node_name,
-             paint(r.outcome, _OUTCOME_COLOR.get(r.outcome, "red")), one_line(r.message, LINE_LIMIT)]
-            for r in results]  # a message may quote the server: one printable line per row
-    return tabulate(rows, headers=["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"], tablefmt="plain")

@@ -1,5 +1,5 @@
-"""The cluster state plugins read: nodes, pods and PDBs with the indexes plugins need, plus the
-planned evictions, so a pod one plugin plans to evict is gone for the next plugin."""
+"""The cluster state plugins read: nodes, pods and PDBs with the indexes plugins need. Read-only once built, so
+one state serves any number of plans; the evictions a plan makes live in its overlay (framework/overlay.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ class ClusterState:
         self._pdbs_by_ns: dict[str, list[PodDisruptionBudget]] = defaultdict(list)
         for b in self.pdbs:
             self._pdbs_by_ns[b.namespace].append(b)
-        self._removed: set[int] = set()
         self._requested: dict[str, dict[str, float]] = {}
 
     @property
@@ -50,11 +49,8 @@ class ClusterState:
 
     # reading
     def pods_on_node(self, node: str) -> list[Pod]:
-        """Pods bound to the node that no plugin has planned to evict yet."""
-        pods = self._by_node.get(node, [])
-        if not self._removed:
-            return list(pods)
-        return [p for p in pods if id(p) not in self._removed]
+        """Pods bound to the node (a plan's PlannedState leaves out the ones it plans to evict)."""
+        return list(self._by_node.get(node, []))
 
     def all_pods_on_node(self, node: str) -> list[Pod]:
         """Including the ones already planned for eviction (for explain and rendering)."""
@@ -64,13 +60,13 @@ class ClusterState:
         return self._by_key.get(f"{namespace}/{name}")
 
     def owner_pods(self, pod: Pod) -> list[Pod]:
-        """Pods that name the pod's only owner among their owner references, not yet planned for eviction;
-        empty for a pod with no owner or several (upstream's minReplicas skips those)."""
+        """Pods that name the pod's only owner among their owner references (a PlannedState leaves out the
+        planned ones); empty for a pod with no owner or several (upstream's minReplicas skips those)."""
         if len(pod.owners) != 1:
             return []
         owner = pod.owners[0]
         pods = self._by_owner.get(owner.uid or f"{pod.namespace}/{owner.kind}/{owner.name}", [])
-        return [p for p in pods if id(p) not in self._removed]
+        return list(pods)
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
         return [b for b in self._pdbs_by_ns.get(pod.namespace, ()) if b.covers(pod)]
@@ -98,15 +94,3 @@ class ClusterState:
                 for k, v in p.requests.items():
                     out[k] = out.get(k, 0.0) + v
         return out
-
-    def is_removed(self, pod: Pod) -> bool:
-        return id(pod) in self._removed
-
-    # planning
-    def remove(self, pod: Pod) -> None:
-        self._removed.add(id(pod))
-        self._requested.pop(pod.node_name, None)
-
-    def reset(self) -> None:
-        self._removed.clear()
-        self._requested.clear()

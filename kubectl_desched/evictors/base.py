@@ -1,8 +1,10 @@
 """What every evictor offers the shared runner (evictors/execute.py), and what it hands back.
 
-The runner owns pacing, Ctrl-C, the live lines, the report and events; an evictor only knows how to check
-its permissions and how to act on one confirmed candidate. Two evictors exist: the Eviction API
-(eviction_api.py) and Koordinator PodMigrationJobs (migration.py)."""
+The runner owns pacing, Ctrl-C, the report and events; an evictor knows how to check its permissions, how to act
+on one confirmed candidate, and how its results are shown (the live lines, the table after the run, its sections
+of the -o json/yaml document), so nothing outside evictors/ names one. Two evictors exist: the Eviction API
+(eviction_api.py) and Koordinator PodMigrationJobs (migration.py); choose.py picks one from the options. (The
+planning side's evictor, which filters and limits candidates, is framework.types.PlanningEvictor.)"""
 
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:
+    from kubectl_desched.render import Painter
 
 # Outcomes that do not make the exit code 1. Anything else (blocked, changed, moved, forbidden, failed,
 # unknown, interrupted, ...) is a confirmed action that did not happen as asked, or may not have.
@@ -72,8 +78,14 @@ class EvictionResult:
         return self.outcome in DISRUPTIVE_OUTCOMES
 
 
-class Evictor(Protocol):
-    """One way of acting on confirmed candidates. Constructed with its Connection and options."""
+def default_live_line(r: EvictionResult) -> str | None:
+    """The line a log gets as each result comes: `  ns/pod: outcome (why, when it did not go as asked)`."""
+    p = r.candidate.pod
+    return f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({one_line(r.message, LINE_LIMIT)})")
+
+
+class PodEvictor(Protocol):
+    """One way of acting on confirmed candidates (upstream's PodEvictor). Constructed by choose.make_evictor."""
 
     name: str  # "eviction-api" or "migration": recorded in the report
 
@@ -93,4 +105,16 @@ class Evictor(Protocol):
     def settle(self, results: list[EvictionResult], stop: threading.Event) -> list[EvictionResult]:
         """After every evict() returned: wait for work that evict() only started (PodMigrationJobs) and return
         the final results in the same order. The Eviction API returns them unchanged."""
+        ...
+
+    def results_table(self, results: Sequence[EvictionResult], paint: Painter) -> str:
+        """The table printed after the run, one row per confirmed candidate."""
+        ...
+
+    def document_sections(self, results: Sequence[EvictionResult]) -> dict[str, Any]:
+        """Top-level sections this evictor adds to the -o json/yaml document (none: {})."""
+        ...
+
+    def live_line(self, r: EvictionResult) -> str | None:
+        """The line a log gets for this result as it comes (None: none, e.g. when the evictor has its own)."""
         ...

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
-from kubectl_desched.evictors.base import EvictionResult, now, stopped_by
+from kubectl_desched.evictors.base import EvictionResult, default_live_line, now, stopped_by
+from kubectl_desched.evictors.results import results_table
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.apierrors import api_exception
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
     from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
+    from kubectl_desched.render import Painter
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
@@ -130,6 +132,15 @@ class EvictionApiEvictor:
         self.progress = progress or (lambda _c, _m: None)
         self.clock = clock
         self.request_timeout = bounded_timeout(conn)
+
+    def results_table(self, results: Sequence[EvictionResult], paint: Painter) -> str:
+        return results_table(results, paint)
+
+    def document_sections(self, results: Sequence[EvictionResult]) -> dict[str, Any]:
+        return {}
+
+    def live_line(self, r: EvictionResult) -> str | None:
+        return default_live_line(r)
 
     def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
         return missing_permissions(self.conn, EVICTION_PERMISSIONS, {c.pod.namespace for c in candidates})

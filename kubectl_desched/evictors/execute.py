@@ -1,7 +1,8 @@
 """Run confirmed evictions safely, whichever evictor acts: pacing (--max-in-flight, --interval, --wait-ready),
 Ctrl-C, events, and one result per confirmed candidate, in plan order, for the table and the report.
 
-Threads: each eviction runs in a daemon worker thread; this (main) thread only schedules and collects. SIGINT,
+Threads: each eviction runs in a reused daemon worker thread (evictors/pool.py: at most --max-in-flight of them), and
+each --wait-ready wait in another; this (main) thread only schedules and collects. SIGINT,
 SIGTERM and SIGHUP set a flag instead of raising (or killing), so no bookkeeping is cut in half and the report is
 still written: the first signal stops new evictions and waits for the ones in flight (an evictor stops retrying
 when told), a second abandons them."""
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 import queue
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -19,8 +19,9 @@ from types import FrameType
 
 import urllib3
 
-from kubectl_desched.evictors.base import EvictionResult, Evictor, Stop, now
+from kubectl_desched.evictors.base import EvictionResult, PodEvictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
+from kubectl_desched.evictors.pool import DaemonPool
 from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import handling, signal_name
@@ -61,7 +62,7 @@ class Tick:
 
 
 class Runner:
-    def __init__(self, evictor: Evictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
+    def __init__(self, evictor: PodEvictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
                  note: Note | None = None, clock: Callable[[], float] = time.monotonic,
                  on_tick: Callable[[Tick], None] | None = None) -> None:
@@ -77,6 +78,7 @@ class Runner:
         self.presses = 0  # signals received (Ctrl-C, SIGTERM, SIGHUP alike)
         self.signum: int | None = None
         self._inbox: queue.Queue[tuple[str, int, object]] = queue.Queue()
+        self._evicting = self._waiting = DaemonPool("unused", 0)  # replaced by each run
 
     # ------------------------------------------------------------------ before the prompt
 
@@ -106,6 +108,16 @@ class Runner:
         self.stop.set()
 
     def _schedule(self, candidates: list[Candidate]) -> list[EvictionResult]:
+        # The runner never has more than --max-in-flight evictions running; waits for owners run beside them.
+        self._evicting = DaemonPool("evict", self.pacing.max_in_flight)
+        self._waiting = DaemonPool("wait-ready")
+        try:
+            return self._scheduled(candidates)
+        finally:
+            self._evicting.close()
+            self._waiting.close()
+
+    def _scheduled(self, candidates: list[Candidate]) -> list[EvictionResult]:
         # Linear bookkeeping (30,000 candidates): a heap of the candidates that may start as soon as pacing allows
         # (bare ones, and the first pending pod of each free workload), and a deque of each workload's pending
         # pods. Only a workload's first pending pod is ever startable, so no step rescans the plan.
@@ -189,8 +201,7 @@ class Runner:
                 if follow:
                     following.add(start)
                 last_start = self.clock()
-                threading.Thread(target=self._work, args=(start, candidates[start], w if follow else None),
-                                 daemon=True, name=f"evict-{start}").start()
+                self._evicting.submit(self._work, start, candidates[start], w if follow else None)
                 continue
             try:
                 kind, i, payload = self._inbox.get(timeout=self._wait(left, last_start))
@@ -260,9 +271,15 @@ class Runner:
                 r.notes.append(f"event not recorded: {why}")
                 self.note(f"warning: {c.pod.key}: evicted, but the event could not be recorded ({why})")
         self._inbox.put(("result", i, r))
-        if follow is not None:
-            verdict = self._wait_ready(follow, before) if r.disruptive else None
-            self._inbox.put(("ready", i, verdict))
+        if follow is None:
+            return
+        if r.disruptive:  # the wait runs in its own worker: this one is free for the next eviction
+            self._waiting.submit(self._follow, i, follow, before)
+        else:
+            self._inbox.put(("ready", i, None))
+
+    def _follow(self, i: int, w: Workload, before: Readiness | None) -> None:
+        self._inbox.put(("ready", i, self._wait_ready(w, before)))
 
     def _wait_ready(self, w: Workload, before: Readiness | None) -> str | None:
         """None once the owner's status moved since the eviction and shows every replica ready; else why not.

@@ -9,7 +9,10 @@ from kubectl_desched.framework.types import (
     EvictOptions,
     Evictor,
     EvictorPlugin,
+    EvictOutcome,
+    EvictStatus,
     Handle,
+    PlanningEvictor,
     Plugin,
 )
 
@@ -17,9 +20,12 @@ __all__ = [
     "BalancePlugin",
     "DeschedulePlugin",
     "EvictOptions",
+    "EvictOutcome",
+    "EvictStatus",
     "Evictor",
     "EvictorPlugin",
     "Handle",
+    "PlanningEvictor",
     "Plugin",
     "PluginArgs",
     "PluginSpec",

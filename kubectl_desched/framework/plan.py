@@ -8,7 +8,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubectl_desched.framework.types import EvictOptions, EvictorPlugin
+from kubectl_desched.framework.overlay import PlannedState
+from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus
 from kubectl_desched.model import Pod
 from kubectl_desched.state import ClusterState
 
@@ -68,7 +69,8 @@ class EvictionPlan:
     """Everything a run decided: candidates, notes on pods looked at but kept, node classes."""
 
     def __init__(self, state: ClusterState, limits: Limits) -> None:
-        self.state = state
+        self.cluster = state  # as read: never written
+        self.state = PlannedState(state)  # as this plan leaves it: what plugins and the readers after them see
         self.limits = limits
         self.candidates: list[Candidate] = []
         self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
@@ -94,16 +96,22 @@ class EvictionPlan:
 
     def limit_hit(self, pod: Pod) -> str | None:
         """Which global limit stops one more eviction of this pod; checked total, node, namespace."""
+        hit = self.limit_status(pod)
+        return hit[1] if hit else None
+
+    def limit_status(self, pod: Pod) -> tuple[EvictStatus, str] | None:
         lim = self.limits
         if lim.total is not None and len(self.candidates) >= lim.total:
-            return f"maxNoOfPodsToEvictTotal ({lim.total}) reached"
+            return EvictStatus.TOTAL_LIMIT, f"maxNoOfPodsToEvictTotal ({lim.total}) reached"
         if lim.per_node is not None and self._per_node[pod.node_name] >= lim.per_node:
-            return f"maxNoOfPodsToEvictPerNode ({lim.per_node}) reached on {pod.node_name}"
+            return EvictStatus.NODE_LIMIT, f"maxNoOfPodsToEvictPerNode ({lim.per_node}) reached on {pod.node_name}"
         if lim.per_namespace is not None and self._per_ns[pod.namespace] >= lim.per_namespace:
-            return f"maxNoOfPodsToEvictPerNamespace ({lim.per_namespace}) reached in {pod.namespace}"
+            return (EvictStatus.NAMESPACE_LIMIT,
+                    f"maxNoOfPodsToEvictPerNamespace ({lim.per_namespace}) reached in {pod.namespace}")
         w = workload_of(pod)
         if lim.per_workload is not None and w is not None and self._per_workload[w] >= lim.per_workload:
-            return f"--max-per-workload ({lim.per_workload}) reached for {w[1]} {w[0]}/{w[2]}"
+            return (EvictStatus.WORKLOAD_LIMIT,
+                    f"--max-per-workload ({lim.per_workload}) reached for {w[1]} {w[0]}/{w[2]}")
         return None
 
     def total_reached(self) -> bool:
@@ -121,7 +129,7 @@ class EvictionPlan:
         w = workload_of(pod)
         if w is not None:
             self._per_workload[w] += 1
-        self.state.remove(pod)
+        self.state.plan(pod)
         return cand
 
     def pdb_refusal(self, pod: Pod) -> str | None:
@@ -186,27 +194,26 @@ class ProfileEvictor:
             self.plan.notes[id(pod)].append(("preEvictionFilter", reason))
         return reason is None
 
-    def evict(self, pod: Pod, options: EvictOptions) -> bool:
-        if self.plan.state.is_removed(pod):
-            return False
-        hit = self.plan.limit_hit(pod)
+    def evict(self, pod: Pod, options: EvictOptions) -> EvictOutcome:
+        if self.plan.state.is_planned(pod):
+            return self._outcome(pod, EvictStatus.FILTERED)
+        hit = self.plan.limit_status(pod)
         if hit:
-            self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but {hit}"))
-            return False
+            self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but {hit[1]}"))
+            return self._outcome(pod, hit[0])
         if self.plan.limits.respect_pdbs:
             refused = self.plan.pdb_refusal(pod)
             if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
                 self.plan.kept_by_pdb[id(pod)] = refused
                 self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but kept: {refused}"))
-                return False
+                return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
         self.plan.add(pod, options, self.profile)
-        return True
+        return self._outcome(pod, EvictStatus.EVICTED)
 
-    def node_limit_reached(self, node: str) -> bool:
-        return self.plan.node_reached(node)
-
-    def total_limit_reached(self) -> bool:
-        return self.plan.total_reached()
+    def _outcome(self, pod: Pod, status: EvictStatus) -> EvictOutcome:
+        """The limits are read after this call's effect, whatever stopped this pod: a plugin stops (total) or
+        leaves the node (node) as soon as either is reached."""
+        return EvictOutcome(status, self.plan.total_reached(), self.plan.node_reached(pod.node_name))
 
 
 class PluginHandle:

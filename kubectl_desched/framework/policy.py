@@ -8,6 +8,7 @@ from typing import Any
 
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec
+from kubectl_desched.framework.types import Plugin
 from kubectl_desched.selectors import Matcher
 
 
@@ -45,9 +46,9 @@ class Policy:
         kinds: set[str] = set()
         for p in self.profiles:
             for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
-                needs = getattr(u.spec.factory, "required_kinds", None)
-                if needs is not None:
-                    kinds |= set(needs(u.args))
+                factory = u.spec.factory  # a Plugin class: the base class declares the hook, empty by default
+                if isinstance(factory, type) and issubclass(factory, Plugin):
+                    kinds |= set(factory.required_kinds(u.args))
         return kinds
 
     def plugin_names(self) -> list[str]:

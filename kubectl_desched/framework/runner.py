@@ -81,8 +81,8 @@ def _build(use: PluginUse, handle: PluginHandle, source: str) -> Plugin:
 
 
 def reads_one_node(use: PluginUse) -> bool:
-    check = getattr(use.spec.factory, "reads_one_node", None)
-    return bool(check is not None and check(use.args))
+    factory = use.spec.factory
+    return isinstance(factory, type) and issubclass(factory, Plugin) and factory.reads_one_node(use.args)
 
 
 def needs_whole_cluster(policy: Policy) -> str | None:
@@ -104,7 +104,7 @@ def filters_read_other_nodes(policy: Policy) -> str | None:
 def run(policy: Policy, state: ClusterState, scope: Scope,
         on_plugin: Callable[[str, str], None] | None = None, *, one_node: bool = False) -> EvictionPlan:
     """With one_node, the state holds one node and its pods (explain's quick read): plugins that need the
-    other nodes are not run, only estimated where they can be (NodeEstimate) and listed in the plan."""
+    other nodes are not run, only estimated where they can be (Plugin.estimate_node) and listed in the plan."""
     plan = EvictionPlan(state, policy.limits)
     plan.one_node = one_node
     all_nodes = considered_nodes(state, policy, scope)
@@ -149,13 +149,12 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                 plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
-    warn_whole_workloads(plan, state)
+    warn_whole_workloads(plan, plan.state)  # as the plan leaves the cluster
     return plan
 
 
 def _estimate(plan: EvictionPlan, plugin: Plugin, nodes: list[Node]) -> None:
-    estimate = getattr(plugin, "estimate_node", None)
-    results = [estimate(n) for n in nodes] if estimate is not None else [None]
+    results = [plugin.estimate_node(n) for n in nodes] if plugin.estimates_nodes() else [None]
     if any(r is None for r in results):
         plan.not_evaluated.append(plugin.name)
         return

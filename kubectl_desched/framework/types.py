@@ -1,11 +1,13 @@
-"""Extension points. Plugins read the cluster state through their Handle and ask the handle's Evictor
-to evict; only evictors write to the cluster, and only after the user confirms."""
+"""Extension points. Plugins read the cluster state through their Handle and ask the handle's PlanningEvictor
+to evict, which only plans; only the acting evictors (evictors/, upstream's PodEvictor) write to the cluster, and
+only after the user confirms."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar, Protocol
 
 from kubectl_desched.framework.flags import CliSurface
@@ -20,20 +22,49 @@ class EvictOptions:
     delete_options: Mapping[str, Any] | None = None
 
 
-class Evictor(Protocol):
-    """What a plugin asks before and when it picks a pod (upstream's Filter / PreEvictionFilter / Evict)."""
+class EvictStatus(Enum):
+    """What became of one evict() call."""
+
+    EVICTED = "evicted"
+    FILTERED = "filtered"  # already planned (by this or another plugin)
+    KEPT_BY_PDB = "kept by a PodDisruptionBudget"
+    TOTAL_LIMIT = "total limit reached"
+    NODE_LIMIT = "node limit reached"
+    NAMESPACE_LIMIT = "namespace limit reached"
+    WORKLOAD_LIMIT = "workload limit reached"
+
+
+@dataclass(frozen=True)
+class EvictOutcome:
+    """evict()'s answer, as upstream's typed eviction errors: what became of this pod, and whether the run's or the
+    pod's node's limit is now reached (so the plugin stops, or goes on to its next node). True when planned."""
+
+    status: EvictStatus
+    total_reached: bool = False
+    node_reached: bool = False
+
+    def __bool__(self) -> bool:
+        return self.status is EvictStatus.EVICTED
+
+    @property
+    def evicted(self) -> bool:
+        return self.status is EvictStatus.EVICTED
+
+
+class PlanningEvictor(Protocol):
+    """What a plugin asks before and when it picks a pod (upstream's Filter / PreEvictionFilter / Evict). It
+    plans; the evictor that acts on the confirmed plan is evictors.base.PodEvictor."""
 
     def filter(self, pod: Pod) -> bool: ...
 
     def pre_eviction_filter(self, pod: Pod) -> bool: ...
 
-    def evict(self, pod: Pod, options: EvictOptions) -> bool:
-        """Plan the eviction; False when a filter or a limit stops it."""
+    def evict(self, pod: Pod, options: EvictOptions) -> EvictOutcome:
+        """Plan the eviction; the outcome says what stopped it, if anything."""
         ...
 
-    def node_limit_reached(self, node: str) -> bool: ...
 
-    def total_limit_reached(self) -> bool: ...
+Evictor = PlanningEvictor  # the name plugins written before the split import
 
 
 class Handle(Protocol):
@@ -43,7 +74,7 @@ class Handle(Protocol):
     def state(self) -> ClusterState: ...
 
     @property
-    def evictor(self) -> Evictor: ...
+    def evictor(self) -> PlanningEvictor: ...
 
     def note(self, pod: Pod, text: str) -> None:
         """Record why this plugin looked at the pod and did not pick it (shown by explain)."""
@@ -85,8 +116,24 @@ class Plugin(ABC):
     def reads_one_node(cls, args: Any) -> bool:
         """Whether its verdicts on a node's pods need only that node, its pods and cluster-wide settings (PDBs,
         namespaces, priority classes, PVCs). `explain node` then runs it on a quick read of that one node;
-        otherwise the quick read reports it as not evaluated (see NodeEstimate)."""
+        otherwise the quick read reports it as not evaluated (see estimate_node)."""
         return False
+
+    @staticmethod
+    def required_kinds(args: Any) -> set[str]:
+        """Kinds beyond nodes, pods and PDBs that it reads with these args (e.g. "PriorityClass", "NodeMetric"):
+        read live, or asked of a snapshot. None by default."""
+        return set()
+
+    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
+        """For a plugin that needs the whole cluster, what it can say from one node alone on explain's quick
+        read: report the node's class (handle.report_node) and return the pods that could move, with why; None
+        when even that needs the other nodes. The default cannot estimate: the plugin is listed as not evaluated."""
+        return None
+
+    @classmethod
+    def estimates_nodes(cls) -> bool:
+        return cls.estimate_node is not Plugin.estimate_node
 
 
 class DeschedulePlugin(Plugin):
@@ -112,13 +159,3 @@ class EvictorPlugin(Plugin):
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         return None
-
-
-class NodeEstimate(Protocol):
-    """A plugin that needs the whole cluster but can say something from one node alone, for explain's quick
-    read: e.g. the node's class under static thresholds."""
-
-    def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
-        """Report the node's class (handle.report_node) from the node alone and return the pods that could move,
-        with why; None when even that needs the other nodes."""
-        ...

@@ -184,10 +184,11 @@ class SourceEviction:
             if moved is None:  # upstream skips a pod whose usage it cannot read
                 handle.note(pod, "not moved: no PodMetrics for the pod, so its usage is unknown")
                 continue
-            if not evictor.evict(pod, EvictOptions(self.plugin, reason())):
-                if evictor.total_limit_reached():
+            got = evictor.evict(pod, EvictOptions(self.plugin, reason()))
+            if not got:
+                if got.total_reached:
                     return False
-                if evictor.node_limit_reached(node.name):
+                if got.node_reached:
                     return True
                 continue
             evicted += 1

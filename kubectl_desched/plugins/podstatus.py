@@ -97,14 +97,15 @@ def evict_in_order(plugin: Plugin, picked: Sequence[tuple[Pod, str]]) -> bool:
             handle.note(pod, f"selected ({reason}) but not tried: the eviction limit of node {pod.node_name} "
                              "was reached")
             continue
-        if evictor.evict(pod, EvictOptions(plugin.name, reason)):
+        got = evictor.evict(pod, EvictOptions(plugin.name, reason))
+        if got:
             continue
-        if evictor.total_limit_reached():
+        if got.total_reached:
             for rest, why in picked[i + 1:]:
                 handle.note(rest, f"selected ({why}) but not tried: the total eviction limit was reached")
             handle.info("stopped: the total eviction limit was reached")
             return False
-        if evictor.node_limit_reached(pod.node_name):
+        if got.node_reached:
             full.add(pod.node_name)
     return True
 

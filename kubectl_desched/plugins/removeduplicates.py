@@ -163,10 +163,11 @@ class RemoveDuplicates(BalancePlugin):
                 handle.note(pod, f"not moved: {node_name} keeps {cap} pods of {who} ({cap} per feasible node)")
             reason = f"{held} pods of {who} on {node_name}, more than the {cap} per feasible node"
             for pod in pods[cap - 1:]:
-                if evictor.evict(pod, EvictOptions(self.name, reason)):
+                got = evictor.evict(pod, EvictOptions(self.name, reason))
+                if got:
                     continue
-                if evictor.total_limit_reached():
+                if got.total_reached:
                     return False
-                if evictor.node_limit_reached(node_name):
+                if got.node_reached:
                     break
         return True

@@ -123,12 +123,13 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
                     continue
                 if not evictor.pre_eviction_filter(pod):
                     continue
-                if evictor.evict(pod, EvictOptions(self.name, reason)):
+                got = evictor.evict(pod, EvictOptions(self.name, reason))
+                if got:
                     self._forget(pod)  # it no longer counts against the pods after it
                     continue
-                if evictor.total_limit_reached():
+                if got.total_reached:
                     return
-                if evictor.node_limit_reached(node.name):
+                if got.node_reached:
                     break
 
     def _group(self, key: str, namespace: str, node: str) -> _Group:

@@ -92,11 +92,12 @@ class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
                 elif evictor.pre_eviction_filter(pod):
                     selected.append((pod, text))
             for pod, reason in selected:
-                if evictor.evict(pod, EvictOptions(self.name, reason)):
+                got = evictor.evict(pod, EvictOptions(self.name, reason))
+                if got:
                     continue
-                if evictor.total_limit_reached():
+                if got.total_reached:
                     return True
-                if evictor.node_limit_reached(node.name):
+                if got.node_reached:
                     break
         return False
 

@@ -78,9 +78,10 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
                 if evictor.pre_eviction_filter(pod):
                     selected.append((pod, f"does not tolerate taint {untolerated}"))
             for pod, reason in selected:
-                if evictor.evict(pod, EvictOptions(self.name, reason)):
+                got = evictor.evict(pod, EvictOptions(self.name, reason))
+                if got:
                     continue
-                if evictor.total_limit_reached():
+                if got.total_reached:
                     return
-                if evictor.node_limit_reached(node.name):
+                if got.node_reached:
                     break

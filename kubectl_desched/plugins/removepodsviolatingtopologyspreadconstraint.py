@@ -175,11 +175,12 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                 continue
             if not evictor.pre_eviction_filter(pod):
                 continue
-            if evictor.evict(pod, EvictOptions(self.name, reason)):
+            got = evictor.evict(pod, EvictOptions(self.name, reason))
+            if got:
                 continue
-            if evictor.total_limit_reached():
+            if got.total_reached:
                 return
-            if evictor.node_limit_reached(pod.node_name):
+            if got.node_reached:
                 node_limited.add(pod.node_name)
 
     # --- constraints -----------------------------------------------------------------------------------------

@@ -503,8 +503,8 @@ def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Fake
                 for n in names]
         pdbs = [pdb_from_json(b.pdb("web", {"app": "web"}, allowed=allowed))] if allowed is not None else []
         api = FakeApi(names, refuse=refuse)
-        monkeypatch.setattr(app, "connect", lambda _o: _conn())
-        monkeypatch.setattr(app, "read_cluster",  # a fresh state per run: a plan removes its candidates from it
+        monkeypatch.setattr(app.loading, "connect", lambda _o: _conn())
+        monkeypatch.setattr(app.loading, "read_cluster",  # a fresh state per run: a plan removes its candidates from it
                             lambda *_a, **_k: ClusterState(nodes, pods, pdbs, source="cluster https://api (context c)"))
         monkeypatch.setattr(eviction_api, "missing_permissions", lambda *_a, **_k: [])
         monkeypatch.setattr(eviction_api, "request_json", api)

@@ -208,7 +208,7 @@ def test_min_replicas_counts_pods_of_the_same_owner() -> None:
     assert web0 is not None and db0 is not None
     assert evictor.filter(web0) is None
     assert evictor.filter(db0) == "owner has 1 pods, fewer than minReplicas 3"
-    state.remove(web0)  # a planned eviction leaves fewer replicas for the next decision
+    evictor.handle.state.plan(web0)  # a planned eviction leaves fewer replicas for the next decision
     web1 = state.find_pod("default", "web-1")
     assert web1 is not None
     assert evictor.filter(web1) == "owner has 2 pods, fewer than minReplicas 3"

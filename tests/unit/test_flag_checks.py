@@ -38,7 +38,7 @@ def untouched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
         touched.append("request")
         raise AssertionError("a request was sent")
 
-    monkeypatch.setattr(app, "connect", connect)
+    monkeypatch.setattr(app.loading, "connect", connect)
     monkeypatch.setattr(live, "request_raw", request)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     monkeypatch.setenv("NO_COLOR", "1")

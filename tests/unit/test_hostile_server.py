@@ -85,7 +85,7 @@ def _conn() -> Connection:
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeAPI:
     server = FakeAPI()
     monkeypatch.setattr(live, "request_raw", server)
-    monkeypatch.setattr(app, "connect", lambda _opts: _conn())
+    monkeypatch.setattr(app.loading, "connect", lambda _opts: _conn())
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.chdir(tmp_path)
     return server

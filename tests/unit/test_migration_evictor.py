@@ -14,20 +14,19 @@ from kubectl_desched.cli import cli
 from kubectl_desched.durations import format_duration
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.evictors.migration import (
+from kubectl_desched.evictors.migration import MigrationEvictor
+from kubectl_desched.evictors.migration_jobs import (
     JobSettings,
     JobTrack,
-    MigrationEvictor,
     blocking_job,
     final_outcome,
     generate_name,
     job_body,
     job_detail,
     job_status,
-    phase_line,
     profile_settings,
-    summary_rows,
 )
+from kubectl_desched.evictors.migration_render import phase_line, summary_rows
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.model import pod_from_json
 from kubectl_desched.plugins import full_registry

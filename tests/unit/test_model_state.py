@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_desched.framework.overlay import PlannedState
 from kubectl_desched.model import (
     ParseError,
     Taint,
@@ -346,33 +347,35 @@ def _state(*objs: dict[str, Any]) -> ClusterState:
     return ClusterState(nodes, pods, pdbs)
 
 
-def test_pods_on_node_and_remove() -> None:
+def test_pods_on_node_and_a_planned_overlay() -> None:
     state = _state(b.node("n1"), b.node("n2"), b.pod("a", "n1"), b.pod("b", "n1"), b.pod("c", "n2"),
                    b.pod("pending", ""))
     assert [p.name for p in state.pods_on_node("n1")] == ["a", "b"]
     assert state.pods_on_node("nowhere") == []
     a = state.find_pod("default", "a")
     assert a is not None
-    state.remove(a)
-    assert state.is_removed(a)
-    assert [p.name for p in state.pods_on_node("n1")] == ["b"]
-    assert [p.name for p in state.all_pods_on_node("n1")] == ["a", "b"]
-    state.reset()
-    assert [p.name for p in state.pods_on_node("n1")] == ["a", "b"]
+    planned = PlannedState(state)
+    planned.plan(a)
+    assert planned.is_planned(a)
+    assert [p.name for p in planned.pods_on_node("n1")] == ["b"]
+    assert [p.name for p in planned.all_pods_on_node("n1")] == ["a", "b"]
+    assert [p.name for p in state.pods_on_node("n1")] == ["a", "b"]  # the state under it is never written
+    assert [p.name for p in PlannedState(state).pods_on_node("n1")] == ["a", "b"]  # a new plan starts afresh
     assert state.find_pod("default", "missing") is None
 
 
-def test_requested_is_cached_and_invalidated_by_remove() -> None:
+def test_requested_is_cached_and_invalidated_by_planning() -> None:
     state = _state(b.node("n1"), b.pod("a", "n1", cpu="300m", memory="1Gi"), b.pod("b", "n1", cpu="200m"),
                    b.pod("done", "n1", cpu="5", phase="Succeeded"), b.pod("failed", "n1", cpu="5", phase="Failed"))
     assert state.requested("n1") == {"pods": 2.0, "cpu": 500.0, "memory": 2.0**30}
     assert state.requested("n1") is state.requested("n1")  # cached
     a = state.find_pod("default", "a")
     assert a is not None
-    state.remove(a)
-    assert state.requested("n1") == {"pods": 1.0, "cpu": 200.0}
-    assert state.requested_before("n1") == {"pods": 2.0, "cpu": 500.0, "memory": 2.0**30}
-    state.reset()
+    planned = PlannedState(state)
+    assert planned.requested("n1") == {"pods": 2.0, "cpu": 500.0, "memory": 2.0**30}
+    planned.plan(a)
+    assert planned.requested("n1") == {"pods": 1.0, "cpu": 200.0}
+    assert planned.requested_before("n1") == {"pods": 2.0, "cpu": 500.0, "memory": 2.0**30}
     assert state.requested("n1")["cpu"] == 500.0
     assert state.requested("empty") == {"pods": 0.0}
 
@@ -389,8 +392,10 @@ def test_owner_pods_share_the_controller_and_skip_removed() -> None:
     assert sorted(p.name for p in state.owner_pods(web1)) == ["web-1", "web-2", "web-3"]
     web2 = state.find_pod("default", "web-2")
     assert web2 is not None
-    state.remove(web2)
-    assert sorted(p.name for p in state.owner_pods(web1)) == ["web-1", "web-3"]
+    planned = PlannedState(state)
+    planned.plan(web2)
+    assert sorted(p.name for p in planned.owner_pods(web1)) == ["web-1", "web-3"]
+    assert len(state.owner_pods(web1)) == 3
     bare = state.find_pod("default", "bare")
     assert bare is not None and state.owner_pods(bare) == []
 

@@ -61,6 +61,7 @@ class FakeEvictor:
         self.running = 0
         self.most = 0
         self.log: list[tuple[str, str, float]] = []  # (event, pod, monotonic)
+        self.threads: list[tuple[str, str, float, str]] = []  # the same, with the worker thread's name
 
     def preflight(self, candidates: Any) -> list[str]:
         return []
@@ -74,6 +75,7 @@ class FakeEvictor:
             self.running += 1
             self.most = max(self.most, self.running)
             self.log.append(("start", c.pod.name, time.monotonic()))
+            self.threads.append(("start", c.pod.name, time.monotonic(), threading.current_thread().name))
         stop.wait(self.seconds)
         with self.lock:
             self.running -= 1
@@ -105,6 +107,20 @@ def test_max_in_flight_bounds_concurrency_and_results_keep_plan_order() -> None:
     assert ev.most == 3
     assert ev.starts()[:3] == ["p0", "p1", "p2"]
     assert [r.candidate.pod.name for r in out.results] == [f"p{i}" for i in range(6)]
+
+
+def test_workers_are_reused_and_never_more_than_max_in_flight() -> None:
+    ev = FakeEvictor(seconds=0.01)
+    runner = Runner(ev, Pacing(max_in_flight=3))
+    out = runner.run([cand(f"p{i}", owner=f"rs-{i}") for i in range(40)])
+    assert [r.outcome for r in out.results] == ["evicted"] * 40
+    assert 1 <= runner._evicting.threads <= 3  # 40 evictions, not 40 threads
+    names = _thread_names(ev)
+    assert names and names <= {f"evict-{n}" for n in (1, 2, 3)}
+
+
+def _thread_names(ev: FakeEvictor) -> set[str]:
+    return {thread for _event, _pod, _t, thread in ev.threads}
 
 
 def test_interval_spaces_the_starts() -> None:

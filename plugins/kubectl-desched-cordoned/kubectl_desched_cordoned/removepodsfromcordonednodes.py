@@ -118,12 +118,13 @@ class RemovePodsFromCordonedNodes(DeschedulePlugin):
                     picked.append((pod, reason))
             handle.report_node(node.name, "draining", f"{why}: {len(picked)} pod(s) to move")
             for i, (pod, reason) in enumerate(picked):
-                if evictor.evict(pod, EvictOptions(self.name, reason)):
+                got = evictor.evict(pod, EvictOptions(self.name, reason))
+                if got:
                     continue
-                if evictor.total_limit_reached():
+                if got.total_reached:
                     handle.info("stopped: the total eviction limit was reached")
                     return
-                if evictor.node_limit_reached(node.name):
+                if got.node_reached:
                     for rest, its_reason in picked[i + 1:]:
                         handle.note(rest, f"selected ({its_reason}) but not tried: the eviction limit of node "
                                           f"{node.name} was reached")

@@ -1,0 +1,192 @@
+"""The commands' flow: source -> state -> plan -> render -> confirm -> act, and explain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_desched import interrupts, pager
+from kubectl_desched.app.acting import build_runner, preflight
+from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
+from kubectl_desched.app.loading import Loaded, load
+from kubectl_desched.app.scope import default_namespace
+from kubectl_desched.app.text import error, plan_text, results_summary, warn
+from kubectl_desched.confirm import NotConfirmed, ask
+from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
+from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
+from kubectl_desched.interrupts import Interrupted
+from kubectl_desched.options import Options
+from kubectl_desched.placement import estimate
+from kubectl_desched.policy import Policy
+from kubectl_desched.render import Painter, color_enabled, document
+from kubectl_desched.report import Report
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:
+    from kubectl_desched.evictors.execute import Runner
+
+EXIT_NOT_CONFIRMED = 3
+
+
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129): see interrupts.py
+
+
+def _mode(opts: Options, loaded: Loaded) -> str:
+    if loaded.conn is None:
+        return "snapshot"
+    return {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.acting.dry_run, "evict")
+
+
+def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> int:
+    """The balance / deschedule / run commands. Returns the exit code. With --report the record is written
+    whatever happens after the path was checked (success, error, refusal, Ctrl-C, SIGTERM, SIGHUP): SIGTERM and
+    SIGHUP raise Interrupted as Ctrl-C does instead of killing the process unrecorded."""
+    report = Report(opts.acting.report) if opts.acting.report else None
+    with interrupts.raising():
+        try:
+            code = _plan_and_act(opts, policy, point, report)
+        except DeschedError as e:
+            if report:
+                report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
+            raise
+        except (KeyboardInterrupt, Interrupted) as e:
+            if report:
+                by = e.name if isinstance(e, Interrupted) else "Ctrl-C"
+                summary = report.doc["summary"]
+                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if summary
+                                                                 else "before any eviction was sent")
+                if summary:  # the exit code the process will really have
+                    summary["exitCode"] = e.exit_code if isinstance(e, Interrupted) else EXIT_INTERRUPTED
+            raise
+        finally:
+            if report:
+                with interrupts.deferred():  # a signal now waits until the report is on disk
+                    write_report(report)
+    return code
+
+
+def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Report | None) -> int:
+    for w in policy.warnings:
+        warn(w)
+    if point is not None:  # a copy: the caller's policy stays as given
+        only_balance = point == "balance"
+        policy = replace(policy, profiles=[replace(p, deschedule=[]) if only_balance else replace(p, balance=[])
+                                           for p in policy.profiles])
+        if not any(p.balance or p.deschedule for p in policy.profiles):
+            raise UsageError(f"the policy enables no {point} plugin")
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+                  all_pods=filters_read_other_nodes(policy) is not None)
+    plan = run(policy, loaded.state, loaded.scope)
+    nodes = considered_nodes(plan.state, policy, loaded.scope)
+    placement = estimate(plan.state, plan.candidates) if plan.candidates else None  # the cluster as planned
+    mode = _mode(opts, loaded)
+    if report:
+        describe_run(report, opts, policy, loaded, mode, plan)
+    paint = Painter(color_enabled())
+    structured = opts.output in ("json", "yaml")
+    if not structured:
+        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement), opts.pager)
+    for e in plan.errors:
+        error(e)
+
+    results: list[EvictionResult] | None = None
+    runner: Runner | None = None
+    code = 1 if plan.errors else 0
+    if plan.candidates and mode in ("evict", "dry-run=server"):
+        assert loaded.conn is not None
+        # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
+        runner, status = build_runner(opts, loaded.conn, mode, policy, quiet=False)
+        preflight(runner, plan.candidates, opts, report)
+        try:
+            landing = (lambda c: d.text if (d := placement.of(c)) else None) if placement else None
+            chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates, landing)
+        except NotConfirmed as e:
+            if report:
+                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
+            if structured:
+                emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement), opts.output)
+            click.echo(str(e), err=True)
+            return EXIT_NOT_CONFIRMED
+        except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
+            if report:
+                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [],
+                                              "refused": f"interrupted by {e.name} at the prompt"}
+            raise
+        if report:
+            report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
+        with interrupts.deferred():  # a signal just before or after acting must not cut the record short
+            try:
+                outcome = runner.run(chosen)
+            finally:
+                if status is not None:
+                    status.clear()
+            results = outcome.results
+            if any(not r.ok for r in results):
+                code = 1
+            by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
+            if outcome.interrupted:
+                code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else EXIT_INTERRUPTED
+            if report:
+                report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
+                                 interrupted_by=by if outcome.interrupted else None)
+        if not structured:
+            click.echo("")
+            click.echo(runner.evictor.results_table(results, paint))
+        click.echo(results_summary(results, outcome.interrupted, by), err=True)
+    elif plan.candidates and mode == "snapshot" and not structured:
+        click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
+    if structured:
+        doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement)
+        if runner is not None and results is not None:
+            doc.update(runner.evictor.document_sections(results))
+        emit(doc, opts.output)
+    return code
+
+
+def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
+    """-n only says where the pod is: the plan covers every namespace, as `balance -A` would."""
+    for w in policy.warnings:
+        warn(w)
+    namespace = opts.scope.namespaces[0] if opts.scope.namespaces else default_namespace(opts)
+    cluster_wide = replace(opts, scope=replace(opts.scope, namespaces=(), all_namespaces=True))
+    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
+    pod = loaded.state.find_pod(namespace, pod_name)
+    if pod is None:
+        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
+    plan = run(policy, loaded.state, loaded.scope)
+    doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
+    return _show_explanation(plan, doc, explain_pod_text, opts.output, opts.pager)
+
+
+def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
+    """Live, the node and its pods are read alone unless --full or the policy's filters or limits need every
+    node: plugins that need the other nodes are then estimated or listed as not evaluated."""
+    for w in policy.warnings:
+        warn(w)
+    one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+                  one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
+    node = loaded.state.nodes.get(node_name)
+    if node is None:
+        raise DeschedError(f'node "{node_name}" not found')
+    plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
+    considered = node in considered_nodes(plan.state, policy, loaded.scope)
+    doc = explain_node_doc(plan, node, considered)
+    return _show_explanation(plan, doc, explain_node_text, opts.output, opts.pager)
+
+
+def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
+                      output: str, paged: bool = False) -> int:
+    for e in plan.errors:
+        error(e)
+    if output in ("json", "yaml"):
+        emit(doc, output)
+    else:
+        pager.show(as_text(doc), paged)
+    return 1 if plan.errors else 0

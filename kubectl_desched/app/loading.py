@@ -1,0 +1,101 @@
+"""Loading the cluster state: from snapshot files, or read live (all of it, or one node and its pods)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubectl_desched.app.scope import resolve_scope
+from kubectl_desched.app.text import warn
+from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.framework.runner import Scope
+from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.metrics import SNAPSHOT_HINTS
+from kubectl_desched.options import Options
+from kubectl_desched.state import ClusterState
+
+# The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
+# `version`, `--help`, completion and snapshot runs start without them (~0.5 s).
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection, KubeOptions
+
+
+# Module-level stand-ins that import on first call (and that tests can replace).
+def connect(opts: KubeOptions) -> Connection:
+    from kubectl_desched.kube.config import connect
+    return connect(opts)
+
+
+def read_cluster(conn: Connection, **kw: Any) -> ClusterState:
+    from kubectl_desched.kube.live import read_cluster
+    return read_cluster(conn, **kw)
+
+
+def read_node(conn: Connection, name: str, **kw: Any) -> ClusterState | None:
+    from kubectl_desched.kube.live import read_node
+    return read_node(conn, name, **kw)
+
+
+@dataclass
+class Loaded:
+    state: ClusterState
+    conn: Connection | None
+    scope: Scope
+    scope_text: str
+
+
+class _Progress:
+    """`reading pods: 12,000` on a terminal's stderr; silent otherwise."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, label: str, count: int) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\rreading {label}: {count:,}   ")
+            sys.stderr.flush()
+            self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
+         all_pods: bool = False) -> Loaded:
+    """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
+    --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
+    scope, text = resolve_scope(opts, policy_given=policy_given)
+    from kubectl_desched.kube.live import OPTIONAL_KINDS
+    if opts.access.from_files:
+        if opts.acting.yes or opts.acting.dry_run == "server":
+            raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
+                             "run against the cluster to evict")
+        state = load_snapshot(opts.access.from_files)
+        conn = None
+        for kind in sorted(kinds or ()):
+            if kind not in state.extra and kind not in OPTIONAL_KINDS:
+                how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
+                raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
+    elif one_node is not None:
+        conn = connect(opts.access.kube())
+        found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
+        if found is None:
+            raise DeschedError(f'node "{one_node}" not found')
+        return Loaded(found, conn, scope, text)  # --nodes may name nodes this read does not see
+    else:
+        conn = connect(opts.access.kube())
+        progress = _Progress()
+        names = sorted(scope.node_names) if scope.node_names and not all_pods else None
+        try:
+            state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
+        finally:
+            progress.done()
+    if scope.node_names:
+        missing = sorted(scope.node_names - set(state.nodes))
+        if missing:
+            raise UsageError(f"--nodes: node {', '.join(missing)} not found")
+    return Loaded(state, conn, scope, text)

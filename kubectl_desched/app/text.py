@@ -1,0 +1,74 @@
+"""What the commands print as text: warnings and errors on stderr, the plan, the results' summary line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+
+from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.placement import Placement
+from kubectl_desched.placement import warnings as placement_warnings
+from kubectl_desched.policy import Policy
+from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
+from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:
+    from kubectl_desched.app.loading import Loaded
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {one_line(message, LINE_LIMIT)}", err=True)
+
+
+def error(message: object) -> None:
+    """An `error:` line that does not end the run (a plan error); one printable line whatever it quotes."""
+    click.echo(f"error: {one_line(message, LINE_LIMIT)}", err=True)
+
+
+# Module-level stand-ins that import on first call (and that tests can replace).
+
+
+def live_line(line: str | None, say: Callable[[str], None]) -> None:
+    if line is not None:
+        say(line)
+
+
+def results_summary(results: list[EvictionResult], interrupted: bool = False, by: str | None = None) -> str:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.outcome] = counts.get(r.outcome, 0) + 1
+    line = f"{len(results)} confirmed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    if interrupted:
+        done = sum(1 for r in results if r.disruptive)
+        said = "interrupted" if by in (None, "Ctrl-C") else f"interrupted by {by}"
+        line = f"{said}: {done} evicted or possibly evicted, {len(results) - done} not. " + line
+    return line
+
+
+def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,
+               placement: Placement | None = None) -> str:
+    plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
+    out = [paint(plan_summary(plan), None, bold=True),
+           f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
+           ""]
+    if plan.candidates:
+        out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
+        out.append(candidates_table(plan, wide=wide, placement=placement))
+    else:
+        out.append(paint("No pods to evict.", None, bold=True))
+    out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
+    out.append("")
+    rows = node_rows(plan, nodes, placement)
+    table, hidden = nodes_table(rows, paint, all_nodes=wide)
+    out += [paint(nodes_heading(rows), None, bold=True), table]
+    if hidden:
+        out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+    if placement is not None:
+        out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
+                   "estimate (-o wide: DESTINATION).")
+        said = placement_warnings(placement, plan.candidates, plan.state.nodes, plan.targets)
+        out += [paint(f"warning: {w}", "yellow") for w in said]
+    return "\n".join(out)
