@@ -72,8 +72,11 @@ class ActOptions:
 class OutputOptions:
     """-o and whether a long plan goes through a pager on a terminal (--no-pager, as git)."""
 
-    format: str = "table"
+    format: str = "table"  # table, wide, json, yaml, name, jsonpath=..., jsonpath-as-json=..., custom-columns=...
     pager: bool = True
+    no_headers: bool = False
+    sort_by: str | None = None  # a JSONPath over each candidate's document
+    show_labels: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,3 +86,4 @@ class Options:
     acting: ActOptions = field(default_factory=ActOptions)
     output: str = "table"
     pager: bool = False  # only the commands that print a plan turn it on
+    view: OutputOptions = field(default_factory=OutputOptions)  # the rest of the output group

@@ -6,7 +6,7 @@ and quoted literals such as `{"\\n"}` (kubectl's subset; functions and filters a
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tabulate import tabulate
@@ -33,6 +33,19 @@ def check_format(value: str) -> str:
             return value
     raise UsageError(f"-o {value}: unknown output format: {', '.join(FORMATS)}, jsonpath=..., "
                      "jsonpath-as-json=..., custom-columns=...")
+
+
+def check_sort_by(value: str | None) -> str | None:
+    """--sort-by as kubectl takes it: `{.a.b}` or `.a.b`; parsed now so a bad one fails before anything is read."""
+    if value is None:
+        return None
+    path = value.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    if not path:
+        raise UsageError("--sort-by: the JSONPath is empty")
+    _expr(path)
+    return path
 
 
 def _expr(text: str) -> Any:
@@ -139,13 +152,35 @@ def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str
     return tabulate(rows, headers=[h for h, _p in cols] if headers else (), tablefmt="plain")
 
 
+def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False, sort_key: str | None = None) -> str:
+    """The document in any -o format but the tables; its candidates (or an explanation's pods) are the items of
+    `name` and `custom-columns`, as a List's items are for kubectl."""
+    import yaml
+
+    key = "candidates" if "candidates" in doc else "pods" if "pods" in doc else None
+    if key and sort_key:
+        doc = {**doc, key: sort_by(doc[key], sort_key)}
+    items = doc[key] if key else [doc]
+    if fmt == "json":
+        return json.dumps(doc, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).rstrip("\n")
+    if fmt == "name":
+        return names(items)
+    if fmt.startswith("custom-columns="):
+        return custom_columns(fmt[len("custom-columns="):], items, headers=not no_headers)
+    if fmt.startswith("jsonpath-as-json="):
+        return jsonpath(fmt[len("jsonpath-as-json="):], doc, as_json=True)
+    return jsonpath(fmt[len("jsonpath="):], doc)
+
+
 def names(items: Sequence[Any]) -> str:
     """`-o name`: kubectl's resource/name, one per line."""
     return "\n".join(f"pod/{item['pod']}" for item in items)
 
 
-def sort_by(items: list[Any], path: str) -> list[Any]:
-    """--sort-by: a JSONPath over each candidate's document; numbers before text, missing values last."""
+def sort_key(path: str) -> Callable[[Any], tuple[int, Any]]:
+    """--sort-by's order over documents: by the JSONPath's first value, numbers before text, missing ones last."""
     expr = _expr(path)
 
     def key(item: Any) -> tuple[int, Any]:
@@ -154,4 +189,8 @@ def sort_by(items: list[Any], path: str) -> list[Any]:
             return (2, "")
         v = found[0]
         return (0, v) if isinstance(v, int | float) and not isinstance(v, bool) else (1, _text(v))
-    return sorted(items, key=key)
+    return key
+
+
+def sort_by(items: list[Any], path: str) -> list[Any]:
+    return sorted(items, key=sort_key(path))

@@ -13,6 +13,7 @@ from tabulate import tabulate
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.output import sort_key as output_order
 from kubectl_desched.placement import Placement
 from kubectl_desched.quantity import fmt_pct, format_resource
 
@@ -58,13 +59,21 @@ def plan_summary(plan: EvictionPlan) -> str:
     return "; ".join(parts)
 
 
-def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placement | None = None) -> str:
-    headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
+def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placement | None = None, *,
+                     headers: bool = True, labels: bool = False, sort_key: str | None = None) -> str:
+    """The candidates, in eviction order unless --sort-by orders them (the evictions keep the plan's order)."""
+    titles = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
     if wide:
-        headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"] + (["DESTINATION"] if placement else [])
+        titles[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"] + (["DESTINATION"] if placement else [])
+    if labels:
+        titles.append("LABELS")
     rows = []
     marks: dict[str, tuple[int, list[str]]] = {}  # warning text -> its number and the pods it is about
-    for c in plan.candidates:
+    shown = plan.candidates
+    if sort_key:
+        key = output_order(sort_key)
+        shown = sorted(shown, key=lambda c: key(candidate_doc(c, placement)))
+    for c in shown:
         p = c.pod
         reason = c.reason
         for w in c.warnings:  # long; listed once under the table, with a mark in each row it is about
@@ -77,8 +86,10 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
             if placement:
                 d = placement.of(c)
                 row.insert(8, d.text if d else "")
+        if labels:
+            row.append(",".join(f"{k}={v}" for k, v in sorted(p.labels.items())) or "<none>")
         rows.append(row)
-    table = tabulate(rows, headers=headers, tablefmt="plain")
+    table = tabulate(rows, headers=titles if headers else (), tablefmt="plain")
     notes = [f"  [{number}] {', '.join(pods)}: {w}" for w, (number, pods) in marks.items()]
     return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
 
@@ -137,7 +148,8 @@ def _pct(v: float, n: Node, r: str) -> float:
     return round(v / cap * 100.0, 2) if cap else 0.0
 
 
-def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = False) -> tuple[str, int]:
+def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = False,
+                headers: bool = True) -> tuple[str, int]:
     """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes."""
     shown, hidden = [], 0
     for r in rows:
@@ -155,13 +167,13 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             cells.append(now if now == after else f"{now} -> {after}")
         cells += [r["evictions"] or "", r.get("landing") or "", r.get("terminating") or ""]
         shown.append(cells)
-    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
+    titles = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
     for col in (7, 6):  # LAND and TERMINATING only when they say something
         if not any(row[col] for row in shown):
-            headers.pop(col)
+            titles.pop(col)
             for row in shown:
                 row.pop(col)
-    return tabulate(shown, headers=headers, tablefmt="plain"), hidden
+    return tabulate(shown, headers=titles if headers else (), tablefmt="plain"), hidden
 
 
 def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:
@@ -173,7 +185,7 @@ def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str,
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
         "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "owner": _owner(p),
         "priority": p.priority, "qos": p.qos,
-        "requests": {k: format_resource(k, v) for k, v in p.requests.items()},
+        "requests": {k: format_resource(k, v) for k, v in p.requests.items()}, "labels": dict(p.labels),
     }
     doc.update(where)  # after the rest: the estimate comes last
     return doc

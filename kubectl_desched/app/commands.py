@@ -89,9 +89,10 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
-    structured = opts.output in ("json", "yaml")
+    structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
     if not structured:
-        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement), opts.pager)
+        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view),
+                   opts.pager)
     for e in plan.errors:
         error(e)
 
@@ -110,7 +111,8 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
             if report:
                 report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
             if structured:
-                emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement), opts.output)
+                emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement), opts.output,
+                     opts.view)
             click.echo(str(e), err=True)
             return EXIT_NOT_CONFIRMED
         except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
@@ -145,7 +147,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement)
         if runner is not None and results is not None:
             doc.update(runner.evictor.document_sections(results))
-        emit(doc, opts.output)
+        emit(doc, opts.output, opts.view)
     return code
 
 
@@ -161,7 +163,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
     plan = run(policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
-    return _show_explanation(plan, doc, explain_pod_text, opts.output, opts.pager)
+    return _show_explanation(plan, doc, explain_pod_text, opts)
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
@@ -178,15 +180,15 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(plan.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
-    return _show_explanation(plan, doc, explain_node_text, opts.output, opts.pager)
+    return _show_explanation(plan, doc, explain_node_text, opts)
 
 
 def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
-                      output: str, paged: bool = False) -> int:
+                      opts: Options) -> int:
     for e in plan.errors:
         error(e)
-    if output in ("json", "yaml"):
-        emit(doc, output)
+    if opts.output not in ("table", "wide"):
+        emit(doc, opts.output, opts.view)
     else:
-        pager.show(as_text(doc), paged)
+        pager.show(as_text(doc), opts.pager)
     return 1 if plan.errors else 0

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
-import yaml
 
 from kubectl_desched import __version__
+from kubectl_desched import output as formats
 from kubectl_desched.app.loading import Loaded
 from kubectl_desched.evictors.choose import evictor_name, settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.options import Options
+from kubectl_desched.options import Options, OutputOptions
 from kubectl_desched.policy import Policy
 from kubectl_desched.report import Report, policy_doc
 
@@ -34,11 +33,11 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
     }
 
 
-def emit(doc: dict[str, Any], output: str) -> None:
-    if output == "json":
-        click.echo(json.dumps(doc, indent=2))
-    else:
-        click.echo(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False), nl=False)
+def emit(doc: dict[str, Any], output: str, view: OutputOptions | None = None) -> None:
+    """Every -o format but the tables (output.py), --sort-by and --no-headers applied."""
+    view = view or OutputOptions(output)
+    # kubectl ends a jsonpath template's output where the template ends (no newline of its own)
+    click.echo(formats.emit(doc, output, view.no_headers, view.sort_by), nl=not output.startswith("jsonpath="))
 
 
 def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,

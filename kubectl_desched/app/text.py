@@ -9,6 +9,7 @@ import click
 
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.options import OutputOptions
 from kubectl_desched.placement import Placement
 from kubectl_desched.placement import warnings as placement_warnings
 from kubectl_desched.policy import Policy
@@ -49,20 +50,22 @@ def results_summary(results: list[EvictionResult], interrupted: bool = False, by
 
 
 def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,
-               placement: Placement | None = None) -> str:
+               placement: Placement | None = None, view: OutputOptions | None = None) -> str:
+    view = view or OutputOptions()
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
     out = [paint(plan_summary(plan), None, bold=True),
            f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
            ""]
     if plan.candidates:
         out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
-        out.append(candidates_table(plan, wide=wide, placement=placement))
+        out.append(candidates_table(plan, wide=wide, placement=placement, headers=not view.no_headers,
+                                    labels=view.show_labels, sort_key=view.sort_by))
     else:
         out.append(paint("No pods to evict.", None, bold=True))
     out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
     out.append("")
     rows = node_rows(plan, nodes, placement)
-    table, hidden = nodes_table(rows, paint, all_nodes=wide)
+    table, hidden = nodes_table(rows, paint, all_nodes=wide, headers=not view.no_headers)
     out += [paint(nodes_heading(rows), None, bold=True), table]
     if hidden:
         out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")

@@ -25,6 +25,7 @@ from kubectl_desched.options import (
     OutputOptions,
     ScopeOptions,
 )
+from kubectl_desched.output import check_format, check_sort_by
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
 
 T = TypeVar("T")
@@ -161,15 +162,22 @@ acting = OptionGroup("acting", [
 ], _acting)
 
 output = OptionGroup("output", [
-    option(OUTPUT, "-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table",
-           show_default=True, help="Output format."),
+    option(OUTPUT, "-o", "--output", default="table", show_default=True, metavar="FORMAT",
+           shell_complete=completion.output_formats,
+           help="table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE or "
+                "custom-columns=HEADER:JSONPATH,... (kubectl's syntax, over the -o json document)."),
+    option(OUTPUT, "--no-headers", is_flag=True, help="Tables and custom-columns without their header lines."),
+    option(OUTPUT, "--sort-by", metavar="JSONPATH",
+           help="Order the candidates by this JSONPath over each one's document, e.g. '{.priority}'."),
+    option(OUTPUT, "--show-labels", is_flag=True, help="A LABELS column with each candidate's labels."),
     option(OUTPUT, "--no-pager", is_flag=True,
            help="Print a long plan straight to the terminal instead of through $PAGER (less -FRX)."),
-], lambda v: OutputOptions(v["output"], not v["no_pager"]))
+], lambda v: OutputOptions(check_format(v["output"]), not v["no_pager"], v["no_headers"],
+                           check_sort_by(v["sort_by"]), v["show_labels"]))
 
 
 def options(access: ClusterAccess, scope: ScopeOptions, output: OutputOptions,
             acting: ActOptions | None = None) -> Options:
     """One command's options; the first -n is also kubectl's namespace override, as kubectl reads it."""
     access = replace(access, namespace=scope.namespaces[0] if scope.namespaces else None)
-    return Options(access, scope, acting or ActOptions(), output.format, output.pager)
+    return Options(access, scope, acting or ActOptions(), output.format, output.pager, output)

@@ -39,7 +39,7 @@ SNAP = ["--from-file", "snap.yaml", "-A"]
 BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", "--bogus"], 2, "No such option '--bogus'"),
     (["frobnicate"], 2, "No such command 'frobnicate'"),
-    (["balance", *SNAP, "-o", "xml"], 2, "Invalid value for '-o' / '--output'"),
+    (["balance", *SNAP, "-o", "xml"], 2, "-o xml: unknown output format: table, wide, json, yaml, name, jsonpath="),
     (["explain", "node"], 2, "Missing argument 'NODE'"),
     (["balance", *SNAP, "--thresholds", "cpu"], 2, "--thresholds: expected RESOURCE=PERCENT"),
     (["balance", *SNAP, "--target-thresholds", "cpu=lots"], 2, "--target-thresholds: expected RESOURCE=PERCENT"),

@@ -56,3 +56,50 @@ def test_bad_formats_are_one_usage_error(given: str, message: str) -> None:
 def test_good_formats_pass() -> None:
     for given in ("table", "name", "jsonpath={.candidates[*].pod}", "custom-columns=POD:.pod,NODE:.node"):
         assert output.check_format(given) == given
+
+
+# --- through the command line, on the demo snapshot ----------------------------------------------------------------
+
+def run(*args: str) -> tuple[int, str, str]:
+    """The command in-process; an error main() would print is returned as its line and exit code."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from kubectl_desched.cli import cli
+
+    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    result = CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "--no-pager", *args])
+    if isinstance(result.exception, UsageError):
+        return 2, result.stdout, f"error: {result.exception}\n"
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_cli_name_jsonpath_and_custom_columns() -> None:
+    code, out, _ = run("-o", "name")
+    assert code == 0 and out.splitlines()[0].startswith("pod/") and len(out.splitlines()) == 7
+    code, out, _ = run("-o", r'jsonpath={range .candidates[*]}{.namespace}/{.pod} {.destination.node}{"\n"}{end}')
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 7 and all(len(line.split()) == 2 for line in lines)
+    code, out, _ = run("-o", "custom-columns=POD:.pod,NODE:.node,PRIO:.priority", "--sort-by", "{.priority}")
+    rows = [line.split() for line in out.splitlines()]
+    assert rows[0] == ["POD", "NODE", "PRIO"]
+    prios = [int(r[2]) for r in rows[1:]]
+    assert prios == sorted(prios)
+    code, out, _ = run("-o", "custom-columns=POD:.pod", "--no-headers")
+    assert "POD" not in out and len(out.splitlines()) == 7
+
+
+def test_cli_table_flags() -> None:
+    code, out, _ = run("--show-labels", "--sort-by", ".pod")
+    assert code == 0 and "LABELS" in out
+    table = out[out.index("candidate pod(s):"):out.index("Warnings:")].splitlines()[2:]
+    pods = [line.split()[1] for line in table if line.strip()]
+    assert pods == sorted(pods)
+    code, out, _ = run("--no-headers")
+    assert "NAMESPACE    POD" not in out and "NODE       CLASS" not in out
+
+
+def test_cli_bad_sort_by_is_one_usage_error() -> None:
+    code, _out, err = run("--sort-by", "{.a[}")
+    assert code == 2 and err.startswith("error: JSONPath '.a['") and err.count("\n") == 1
