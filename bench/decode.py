@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf import POLICY  # noqa: E402 - the same LowNodeUtilization policy as the scale benchmark
+from perf import POLICY  # the same LowNodeUtilization policy as the scale benchmark
 
 HERE = Path(__file__).resolve().parents[1]
 # Wall time and peak RSS of a child, printed last on stderr.
