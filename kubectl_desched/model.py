@@ -231,7 +231,8 @@ class _Pool:
     """Equal values read from many pods (replicas' labels, tolerations, owners, affinity, requests) kept once:
     at 150,000 pods this more than halves the model's memory. Pooled values are shared between pods, which is
     safe because the model is read-only. A value is validated when it enters the pool, so once per distinct
-    value; keys are made of the raw values (not converted ones), so an invalid value never hits a valid entry."""
+    value; keys are made of the decoded values (not converted ones), so an invalid value never hits a valid
+    entry."""
 
     def __init__(self, limit: int = 1 << 18) -> None:
         self.limit = limit
@@ -249,6 +250,10 @@ class _Pool:
             self._items[key] = value
         return value
 
+    def find(self, key: Any) -> Any:
+        """The pooled value for a hashable key, or None."""
+        return self._items.get(key)
+
     def checked(self, key: Any, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
         """The pooled value for key; on a miss `raw` is checked (Invalid) and kept, or what build(raw) makes."""
         try:
@@ -263,16 +268,6 @@ class _Pool:
         if hashable and len(self._items) < self.limit:
             self._items[key] = value
         return value
-
-    def strings(self, raw: Any, path: str) -> Mapping[str, str]:
-        """A map of strings (labels, annotations, nodeSelector), pooled by its items."""
-        if raw is None:
-            return _EMPTY
-        if type(raw) is not dict:
-            raise _Wrong
-        if not raw:
-            return _EMPTY
-        return self.checked(("strings", *raw.items()), raw, shapes.string_map, path)
 
     def nested(self, tag: str, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
         """Nested JSON (affinity, spread constraints), pooled by its text."""
@@ -347,11 +342,6 @@ def _strings(raw: Mapping[str, str] | None) -> Mapping[str, str]:
     if not raw:
         return _EMPTY
     return _pool.get(("strings", *raw.items()), raw)
-
-
-def _nested(tag: str, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
-    """Nested JSON kept as parsed (affinity, spread constraints), checked by the schema and pooled by its text."""
-    return _pool.checked((tag, repr(raw)), raw, check, path, build)
 
 
 # --- Node --------------------------------------------------------------------------------------------------------
@@ -481,10 +471,8 @@ def _pooled(tag: str, raw: tuple[Any, ...], build: Callable[[Any], Any]) -> Any:
     if not raw:
         return ()
     key = (tag, raw)
-    found = _pool.get(key, None)
-    if found is None:
-        found = _pool.get(key, build(raw))
-    return found
+    found = _pool.find(key)
+    return found if found is not None else _pool.get(key, build(raw))
 
 
 def finish_pod(w: wire.Pod) -> Pod:
@@ -515,9 +503,9 @@ def finish_pod(w: wire.Pod) -> Pod:
             _statuses(status.container_statuses, False)
     affinity = spec.affinity
     if affinity is not None:
-        affinity = _nested("affinity", affinity, shapes.AFFINITY, "spec.affinity") or None
+        affinity = _pool.nested("affinity", affinity, shapes.AFFINITY, "spec.affinity") or None
     spread = spec.topology_spread_constraints
-    spread = () if spread is None else _nested("spread", spread, shapes.SPREAD_CONSTRAINTS,
+    spread = () if spread is None else _pool.nested("spread", spread, shapes.SPREAD_CONSTRAINTS,
                                                "spec.topologySpreadConstraints", tuple)
     node_name = spec.node_name
     if node_name:

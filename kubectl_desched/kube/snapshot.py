@@ -91,7 +91,7 @@ def _typed(path: str) -> tuple[decode.Objects | None, bytes | None]:
         buffer = getattr(sys.stdin, "buffer", None)
         if buffer is None:
             return None, None  # already text (a test's StringIO): the slow way reads it
-        data = buffer.read(jsonstream.MAX_JSON_SNAPSHOT_CHARS + 1)
+        data = _read_bytes(buffer, jsonstream.MAX_JSON_SNAPSHOT_CHARS + 1)
         if data.lstrip()[:1] != b"{" or len(data) > jsonstream.MAX_JSON_SNAPSHOT_CHARS:
             return None, data
         return decode.snapshot(data), data
@@ -104,6 +104,18 @@ def _typed(path: str) -> tuple[decode.Objects | None, bytes | None]:
                 return decode.snapshot(data), None
     except (OSError, ValueError):  # not a regular file (a pipe, a directory), or empty: the slow way says
         return None, None
+
+
+def _read_bytes(f: Any, limit: int) -> bytes:
+    """At most `limit` bytes, read in chunks (one read of `limit` would allocate it all at once)."""
+    parts, size = [], 0
+    while size < limit:
+        chunk = f.read(min(1 << 24, limit - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
 
 
 @contextlib.contextmanager

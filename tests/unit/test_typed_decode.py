@@ -3,7 +3,9 @@ the same model whichever way an object is read, and everything the typed decode 
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import msgspec
 import pytest
 
 from kubectl_desched import model
+from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import decode, live
 from kubectl_desched.kube.snapshot import load_snapshot
 from tests import builders as b
@@ -102,3 +105,26 @@ def test_extra_kinds_given_as_parsed_json_become_the_model_once() -> None:
                                         "Deployment": [{"kind": "Deployment"}]})
     assert state.extra["PriorityClass"] == [model.PriorityClass("high", 1000)]
     assert state.extra["Deployment"] == [{"kind": "Deployment"}]  # a kind no Struct types stays as parsed
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+@pytest.mark.parametrize("null", [False, True])
+def test_standard_input_is_read_once_typed_or_streamed(monkeypatch: pytest.MonkeyPatch, null: bool) -> None:
+    objs = base_cluster()
+    if null:
+        objs[2]["spec"]["priority"] = None  # the streamed read takes the bytes the typed decode left
+    monkeypatch.setattr(sys, "stdin", _Stdin(json.dumps(b.cluster(*objs)).encode()))
+    state = load_snapshot(["-"])
+    assert [p.name for p in state.pods] == ["web-0", "web-1", "db-0"] and state.pods[0].priority == (None if null
+                                                                                                     else 100)
+
+
+def test_standard_input_that_is_not_text_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _Stdin(b'{"kind": "List", "items": [\xff]}'))
+    with pytest.raises(UsageError) as info:
+        load_snapshot(["-"])
+    assert str(info.value) == "<stdin>: not a text file"
