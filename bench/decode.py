@@ -54,12 +54,15 @@ for _ in range(runs):
     times.append(time.perf_counter() - t)
     assert len(pods) == 500
 print(min(times))
+assert decode.__file__.startswith(src) if "decode" in dir() else True
 """
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
     with tempfile.TemporaryFile() as err:
-        code = subprocess.run([sys.executable, "-c", _TIMER, *cmd], stderr=err, env=env).returncode
+        # `python -m` puts the working directory first on the path: run where no tree is
+        code = subprocess.run([sys.executable, "-c", _TIMER, *cmd], stderr=err, env=env,
+                              cwd=tempfile.gettempdir()).returncode
         err.seek(0)
         text = err.read().decode(errors="replace")
     if code != 0:
@@ -108,7 +111,7 @@ def main() -> None:
             for _ in range(args.runs):
                 for name, tree in trees.items():
                     out = subprocess.run([sys.executable, "-c", _PAGE, str(tree), str(page), "20"],
-                                         capture_output=True, text=True, check=True).stdout
+                                         capture_output=True, text=True, check=True, cwd=tmp).stdout
                     results.setdefault(f"page of 500 pods ({name})", []).append((float(out), 0))
         for _ in range(args.runs):
             results.setdefault("json.load", []).append(timed(

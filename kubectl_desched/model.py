@@ -18,7 +18,7 @@ import gc
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 from msgspec import Struct, field
@@ -76,13 +76,7 @@ class ContainerStatus(Struct, frozen=True, gc=False):
     init: bool
 
 
-class PodCondition(NamedTuple):
-    """One status.conditions entry; a tuple, so it indexes as the former (type, status, reason) did."""
-
-    type: str
-    status: str
-    reason: str
-    last_transition: str  # lastTransitionTime as written, "" when unset
+PodCondition = wire.PodCondition  # type, status, reason, last_transition (lastTransitionTime as written)
 
 
 class Node(Struct, kw_only=True, gc=False):
@@ -453,11 +447,6 @@ def _statuses(raw: list[wire.ContainerStatus], init: bool) -> list[ContainerStat
     return out
 
 
-def _conditions(raw: list[wire.PodCondition]) -> tuple[PodCondition, ...]:
-    return tuple(PodCondition(_intern(c.type), _intern(c.status), _intern(c.reason) if c.reason else "",
-                              c.last_transition_time) for c in raw)
-
-
 def _tolerations(raw: tuple[wire.Toleration, ...]) -> tuple[Toleration, ...]:
     return tuple(Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in raw)
 
@@ -473,6 +462,21 @@ def _pooled(tag: str, raw: tuple[Any, ...], build: Callable[[Any], Any]) -> Any:
     key = (tag, raw)
     found = _pool.find(key)
     return found if found is not None else _pool.get(key, build(raw))
+
+
+_encode, _decode = msgspec.json.encode, msgspec.json.decode
+
+
+def _as_json(tag: str, typed: Any) -> Any:
+    """Affinity and spread constraints as the plugins read them, plain dicts and lists (fields left unset are
+    left out, as in the API's JSON), made once per distinct value."""
+    text = _encode(typed)
+    key = (tag, text)
+    found = _pool.find(key)
+    if found is None:
+        found = _decode(text)
+        found = _pool.get(key, tuple(found) if tag == "spread" else found)
+    return found
 
 
 def finish_pod(w: wire.Pod) -> Pod:
@@ -503,10 +507,9 @@ def finish_pod(w: wire.Pod) -> Pod:
             _statuses(status.container_statuses, False)
     affinity = spec.affinity
     if affinity is not None:
-        affinity = _pool.nested("affinity", affinity, shapes.AFFINITY, "spec.affinity") or None
+        affinity = _as_json("affinity", affinity) or None
     spread = spec.topology_spread_constraints
-    spread = () if spread is None else _pool.nested("spread", spread, shapes.SPREAD_CONSTRAINTS,
-                                               "spec.topologySpreadConstraints", tuple)
+    spread = _as_json("spread", spread) if spread else ()
     node_name = spec.node_name
     if node_name:
         node_name = _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
@@ -537,7 +540,7 @@ def finish_pod(w: wire.Pod) -> Pod:
         spread_constraints=spread,
         images=_pool.get(("images", *images), images),
         statuses=tuple(statuses) if statuses else (),
-        conditions=_conditions(status.conditions) if status.conditions else (),
+        conditions=tuple(status.conditions),
         ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))
         if status.ephemeral_container_statuses else (),
         scheduler_name=_intern(spec.scheduler_name or DEFAULT_SCHEDULER),

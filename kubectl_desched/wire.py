@@ -84,6 +84,85 @@ class Toleration(_Wire, kw_only=True, frozen=True):
     toleration_seconds: Int64 | None = None
 
 
+# Affinity and spread constraints: checked by their types, then handed to the plugins as the JSON they were
+# (model.py pools them by their encoding and makes them plain dicts and lists once per distinct value).
+Weight = Annotated[int, Meta(ge=1, le=100)]
+Positive32 = Annotated[int, Meta(ge=1, le=shapes.INT32[1])]
+Strings = tuple[str, ...]
+
+
+class LabelSelectorRequirement(_Wire, kw_only=True, frozen=True):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: Strings | None = None
+
+
+class LabelSelector(_Wire, kw_only=True, frozen=True):
+    match_labels: dict[str, str] | None = None
+    match_expressions: tuple[LabelSelectorRequirement, ...] | None = None
+
+
+class NodeSelectorRequirement(_Wire, kw_only=True, frozen=True):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: Strings | None = None
+
+
+class NodeSelectorTerm(_Wire, kw_only=True, frozen=True):
+    match_expressions: tuple[NodeSelectorRequirement, ...] | None = None
+    match_fields: tuple[NodeSelectorRequirement, ...] | None = None
+
+
+class NodeSelector(_Wire, kw_only=True, frozen=True):
+    node_selector_terms: tuple[NodeSelectorTerm, ...]
+
+
+class PreferredSchedulingTerm(_Wire, kw_only=True, frozen=True):
+    weight: Weight
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_Wire, kw_only=True, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] | None = None
+
+
+class PodAffinityTerm(_Wire, kw_only=True, frozen=True):
+    label_selector: LabelSelector | None = None
+    namespace_selector: LabelSelector | None = None
+    namespaces: Strings | None = None
+    topology_key: str
+    match_label_keys: Strings | None = None
+    mismatch_label_keys: Strings | None = None
+
+
+class WeightedPodAffinityTerm(_Wire, kw_only=True, frozen=True):
+    weight: Weight
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_Wire, kw_only=True, frozen=True):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] | None = None
+
+
+class Affinity(_Wire, kw_only=True, frozen=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(_Wire, kw_only=True, frozen=True):
+    max_skew: Positive32
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: Positive32 | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: Strings | None = None
+
+
 class ResourceClaim(_Wire, kw_only=True):
     name: str = ""
 
@@ -99,8 +178,8 @@ class PodSpec(_Wire, kw_only=True):
     priority_class_name: str = ""
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] | None = None
-    affinity: dict[str, Any] | None = None
-    topology_spread_constraints: list[dict[str, Any]] | None = None
+    affinity: Affinity | None = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] | None = None
     resource_claims: list[ResourceClaim] | None = None
     scheduler_name: str = ""
 
@@ -126,11 +205,13 @@ class ContainerStatus(_Wire, kw_only=True):
     state: ContainerState | None = None
 
 
-class PodCondition(_Wire, kw_only=True):
+class PodCondition(_Wire, kw_only=True, frozen=True):
+    """One status.conditions entry, decoded straight as the model's (no pod reads it back into anything)."""
+
     type: str
     status: str
     reason: str = ""
-    last_transition_time: Time = ""
+    last_transition: Time = field(default="", name="lastTransitionTime")  # as written, "" when unset
 
 
 class PodStatus(_Wire, kw_only=True):

@@ -43,6 +43,17 @@ def page(data: bytes, kind: str) -> tuple[list[Any], str] | None:
 _ANY_KIND: Any = functools.reduce(operator.or_, wire.BY_KIND.values())  # a union tagged by `kind`
 
 
+_ONE = {kind: msgspec.json.Decoder(t) for kind, t in wire.BY_KIND.items()}
+
+
+def one(data: bytes, kind: str) -> Any:
+    """A single object's answer (GET of one node) as the model; None when it must be read the slow way."""
+    try:
+        return model.FINISH[kind](_ONE[kind].decode(data))
+    except _SKIPPED:
+        return None
+
+
 class _Snapshot(msgspec.Struct, gc=False):
     kind: str = ""
     items: list[_ANY_KIND] = msgspec.field(default_factory=list)  # type: ignore[valid-type]

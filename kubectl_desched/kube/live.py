@@ -394,7 +394,9 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
     what = f"reading node {name}"
     try:
         try:
-            node = node_from_json(request_json(conn, "GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+            path = f"/api/v1/nodes/{quote(name, safe='')}"
+            data = request_raw(conn, "GET", path)
+            node = decode.one(data, "Node") or node_from_json(decode_json(data, "GET", path) if data else None)
             pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}",
                              label="pods")
         except ParseError as e:
