@@ -40,9 +40,6 @@ def page(data: bytes, kind: str) -> tuple[list[Any], str] | None:
     return out, decoded.metadata.continue_
 
 
-_ANY_KIND: Any = functools.reduce(operator.or_, wire.BY_KIND.values())  # a union tagged by `kind`
-
-
 _ONE = {kind: msgspec.json.Decoder(t) for kind, t in wire.BY_KIND.items()}
 
 
@@ -54,12 +51,16 @@ def one(data: bytes, kind: str) -> Any:
         return None
 
 
+_ANY_KIND: Any = functools.reduce(operator.or_, wire.BY_KIND.values())  # a union tagged by `kind`
+
+
 class _Snapshot(msgspec.Struct, gc=False):
     kind: str = ""
-    items: list[_ANY_KIND] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    items: list[msgspec.Raw] = msgspec.field(default_factory=list)  # each item's bytes, in the mapped file
 
 
 _SNAPSHOT = msgspec.json.Decoder(_Snapshot)
+_ITEM = msgspec.json.Decoder(_ANY_KIND)
 
 
 @dataclass
@@ -74,34 +75,36 @@ class Objects:
 
 def snapshot(data: Any) -> Objects | None:
     """A whole `kubectl get -o json` List (bytes, or a buffer such as an mmap) as the model; None when it must be
-    read the slow way. Nesting is bounded as the slow reader bounds it (safeload.MAX_DEPTH), a little below,
-    so that anything near the bound is judged by the slow reader. Not thread-safe: the bound is the interpreter's
-    recursion limit (CPython 3.11; elsewhere msgspec's own guard)."""
+    read the slow way. The List is scanned first for where its items are (msgspec.Raw, no copy), then each item is
+    decoded typed and made the model at once: only one item's decoded shape is alive at a time, so memory holds
+    the model and not every item's shape (which would double it, and fragment it once freed).
+
+    Nesting is bounded as the slow reader bounds it (safeload.MAX_DEPTH), a little below, so that anything near the
+    bound is judged by the slow reader. Not thread-safe: the bound is the interpreter's recursion limit (CPython
+    3.11; elsewhere msgspec's own guard)."""
+    found = Objects()
+    finish = model.FINISH
     try:
         with _nesting_bounded(safeload.MAX_DEPTH - 8):
             doc = _SNAPSHOT.decode(data)
-    except _SKIPPED:
-        return None
-    if not doc.kind.endswith("List"):
-        return None  # one object that has items: the slow reader says what it is
-    found = Objects()
-    items = doc.items
-    del doc
-    finish = model.FINISH
-    try:
-        for i, w in enumerate(items):
-            kind = _KIND_OF[type(w)]
-            obj = finish[kind](w)
-            items[i] = None  # the decoded shape goes as soon as its model is made
-            if kind == "Pod":
-                found.pods.append(obj)
-            elif kind == "Node":
-                found.nodes.append(obj)
-            elif kind == "PodDisruptionBudget":
-                found.pdbs.append(obj)
-            else:
-                found.extra[kind].append(obj)
-    except (model.ParseError, *_SKIPPED):
+            if not doc.kind.endswith("List"):
+                return None  # one object that has items: the slow reader says what it is
+            items = doc.items
+            del doc
+            for i, raw in enumerate(items):
+                w = _ITEM.decode(raw)
+                items[i] = None
+                kind = _KIND_OF[type(w)]
+                obj = finish[kind](w)
+                if kind == "Pod":
+                    found.pods.append(obj)
+                elif kind == "Node":
+                    found.nodes.append(obj)
+                elif kind == "PodDisruptionBudget":
+                    found.pdbs.append(obj)
+                else:
+                    found.extra[kind].append(obj)
+    except _SKIPPED:  # a ParseError is a ValueError
         return None
     return found
 
