@@ -224,9 +224,8 @@ def cycle_collector_paused() -> Iterator[None]:
 class _Pool:
     """Equal values read from many pods (replicas' labels, tolerations, owners, affinity, requests) kept once:
     at 150,000 pods this more than halves the model's memory. Pooled values are shared between pods, which is
-    safe because the model is read-only. A value is validated when it enters the pool, so once per distinct
-    value; keys are made of the decoded values (not converted ones), so an invalid value never hits a valid
-    entry."""
+    safe because the model is read-only. Keys are made of the decoded values (typed, so `controller: true` and
+    `controller: 1` never meet), and what a value is made into is made once per distinct value."""
 
     def __init__(self, limit: int = 1 << 18) -> None:
         self.limit = limit
@@ -247,25 +246,6 @@ class _Pool:
     def find(self, key: Any) -> Any:
         """The pooled value for a hashable key, or None."""
         return self._items.get(key)
-
-    def checked(self, key: Any, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
-        """The pooled value for key; on a miss `raw` is checked (Invalid) and kept, or what build(raw) makes."""
-        try:
-            found = self._items.get(key)
-            hashable = True
-        except TypeError:  # something in it is not a string or a number: the check says what, if anything
-            found, hashable = None, False
-        if found is not None:
-            return found
-        check(raw, path)
-        value = raw if build is None else build(raw)
-        if hashable and len(self._items) < self.limit:
-            self._items[key] = value
-        return value
-
-    def nested(self, tag: str, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
-        """Nested JSON (affinity, spread constraints), pooled by its text."""
-        return self.checked((tag, repr(raw)), raw, check, path, build)
 
 
 _pool = _Pool()
