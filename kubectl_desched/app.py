@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
-from kubectl_desched import __version__, interrupts
+from kubectl_desched import __version__, interrupts, pager
 from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult, Evictor
@@ -31,12 +31,14 @@ from kubectl_desched.render import (
     node_rows,
     nodes_heading,
     nodes_table,
+    plan_summary,
     results_table,
 )
 from kubectl_desched.report import Report, policy_doc
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
+from kubectl_desched.statusline import StatusLine
 
 # The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
 # `version`, `--help`, completion and snapshot runs start without them (~0.5 s).
@@ -196,6 +198,8 @@ def _meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
                                  "balance": [u.spec.name for u in p.balance],
                                  "filter": [u.spec.name for u in p.filters]} for p in policy.profiles]},
         "mode": mode,
+        "respectPDBs": policy.limits.respect_pdbs,
+        "maxPerWorkload": policy.limits.per_workload,
     }
 
 
@@ -268,7 +272,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     paint = Painter(color_enabled())
     structured = opts.output in ("json", "yaml")
     if not structured:
-        _print_plan(plan, policy, loaded, nodes, paint, wide=opts.output == "wide")
+        pager.show(_plan_text(plan, policy, loaded, nodes, paint, wide=opts.output == "wide"), opts.pager)
     for e in plan.errors:
         error(e)
 
@@ -278,7 +282,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
         # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
-        runner = _runner(opts, loaded.conn, mode, policy, quiet=False)
+        runner, status = _runner(opts, loaded.conn, mode, policy, quiet=False)
         _preflight(runner, plan.candidates, opts, report)
         try:
             chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates)
@@ -297,7 +301,11 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         if report:
             report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
         with interrupts.deferred():  # a signal just before or after acting must not cut the record short
-            outcome = runner.run(chosen)
+            try:
+                outcome = runner.run(chosen)
+            finally:
+                if status is not None:
+                    status.clear()
             results = outcome.results
             if any(not r.ok for r in results):
                 code = 1
@@ -332,7 +340,7 @@ def _results_table(evictor: Evictor, results: list[EvictionResult], paint: Paint
 
 
 def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress | None,
-                 policy: Policy | None = None) -> Evictor:
+                 policy: Policy | None = None, say: Callable[[str], None] | None = None) -> Evictor:
     """The evictor --evictor names (the Eviction API unless told otherwise)."""
     from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
     from kubectl_desched.evictors.migration import MigrationEvictor, phase_line, profile_settings
@@ -340,29 +348,43 @@ def make_evictor(opts: Options, conn: Connection, mode: str, progress: Progress 
     if migration is not None:
         settings = profile_settings(policy.profiles if policy else [], migration.mode, migration.ttl,
                                     acting.grace_period)
-        show = (lambda track: click.echo(phase_line(track), err=True)) if progress else None
+        shout = say or (lambda m: click.echo(m, err=True))
+        show = (lambda track: shout(phase_line(track))) if progress else None
         return MigrationEvictor(conn, settings, server_dry_run=mode == "dry-run=server", wait=migration.wait,
                                 timeout=migration.timeout, on_phase=show)
     return EvictionApiEvictor(conn, server_dry_run=mode == "dry-run=server", grace_period=acting.grace_period,
                               timeout=acting.timeout, progress=progress)
 
 
-def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *, quiet: bool) -> Runner:
+def _runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
+            quiet: bool) -> tuple[Runner, StatusLine | None]:
     from kubectl_desched.evictors.events import EventRecorder
     from kubectl_desched.evictors.execute import Pacing, Runner
     from kubectl_desched.evictors.workloads import WorkloadReader
 
+    # On a terminal one progress line is redrawn on stderr; each pod's result is then printed once, in the results
+    # table, rather than also as it comes (which a log, where stderr is not a terminal, still gets).
+    status = StatusLine(sys.stderr) if not quiet and sys.stderr.isatty() else None
+    table_follows = sys.stdout.isatty() and opts.output in ("table", "wide")
+
+    def say(message: str) -> None:
+        if status is not None:
+            status.clear()
+        click.echo(message, err=True)
+
     def progress(c: Candidate, message: str) -> None:
-        click.echo(f"  {c.pod.namespace}/{c.pod.name}: {message}", err=True)
+        say(f"  {c.pod.namespace}/{c.pod.name}: {message}")
 
     acting = opts.acting
     pacing = Pacing(max_in_flight=acting.max_in_flight, interval=acting.interval, wait_ready=acting.wait_ready,
                     timeout=acting.timeout)
     events = EventRecorder(conn) if acting.record_events and mode == "evict" else None
-    evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy)
+    evictor = make_evictor(opts, conn, mode, None if quiet else progress, policy, say)
+    per_pod = not quiet and not (status is not None and table_follows)
     return Runner(evictor, pacing,
                   workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
-                  on_result=None if quiet else _live_line, note=lambda m: click.echo(m, err=True))
+                  on_result=(lambda r: _live_line(r, say)) if per_pod else None, note=say,
+                  on_tick=status.update if status is not None else None), status
 
 
 def _preflight(runner: Runner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
@@ -399,12 +421,11 @@ def _describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded,
     report.candidates(plan.candidates)
 
 
-def _live_line(r: EvictionResult) -> None:
+def _live_line(r: EvictionResult, say: Callable[[str], None]) -> None:
     if r.outcome == "created":
         return  # a PodMigrationJob's phases have their own lines
     p = r.candidate.pod
-    click.echo(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({one_line(r.message, LINE_LIMIT)})"),
-               err=True)
+    say(f"  {p.namespace}/{p.name}: {r.outcome}" + ("" if r.ok else f" ({one_line(r.message, LINE_LIMIT)})"))
 
 
 def _summary(results: list[EvictionResult], interrupted: bool = False, by: str | None = None) -> str:
@@ -419,26 +440,24 @@ def _summary(results: list[EvictionResult], interrupted: bool = False, by: str |
     return line
 
 
-def _print_plan(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> None:
+def _plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> str:
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
-    click.echo(f"Source:  {loaded.state.source}")
-    click.echo(f"Scope:   {loaded.scope_text}")
-    click.echo(f"Plugins: {plugins}  ({policy.source})")
-    click.echo("")
+    out = [paint(plan_summary(plan), None, bold=True),
+           f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
+           ""]
     if plan.candidates:
-        click.echo(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
-        click.echo(candidates_table(plan, wide=wide))
+        out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
+        out.append(candidates_table(plan, wide=wide))
     else:
-        click.echo(paint("No pods to evict.", None, bold=True))
-    for plugin, message in plan.messages:
-        click.echo(f"  {plugin}: {message}")
-    click.echo("")
+        out.append(paint("No pods to evict.", None, bold=True))
+    out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
+    out.append("")
     rows = node_rows(plan, nodes)
     table, hidden = nodes_table(rows, paint, all_nodes=wide)
-    click.echo(paint(nodes_heading(rows), None, bold=True))
-    click.echo(table)
+    out += [paint(nodes_heading(rows), None, bold=True), table]
     if hidden:
-        click.echo(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+        out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+    return "\n".join(out)
 
 
 def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
@@ -453,7 +472,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
     plan = run(policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
-    return _show_explanation(plan, doc, explain_pod_text, opts.output)
+    return _show_explanation(plan, doc, explain_pod_text, opts.output, opts.pager)
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
@@ -470,15 +489,15 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(loaded.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered)
-    return _show_explanation(plan, doc, explain_node_text, opts.output)
+    return _show_explanation(plan, doc, explain_node_text, opts.output, opts.pager)
 
 
 def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
-                      output: str) -> int:
+                      output: str, paged: bool = False) -> int:
     for e in plan.errors:
         error(e)
     if output in ("json", "yaml"):
         _emit(doc, output)
     else:
-        click.echo(as_text(doc))
+        pager.show(as_text(doc), paged)
     return 1 if plan.errors else 0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 import click
 from tabulate import tabulate
 
 from kubectl_desched import __version__, app
-from kubectl_desched.commandline.checks import name
+from kubectl_desched.commandline.checks import name, pod_reference
 from kubectl_desched.commandline.groups import acting, cluster_access, options, output, scope
 from kubectl_desched.commandline.help import command
 from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
@@ -19,7 +20,7 @@ from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.names import dns1123_subdomain_problem
-from kubectl_desched.options import ActOptions, ClusterAccess, ScopeOptions
+from kubectl_desched.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 
@@ -40,7 +41,8 @@ def cli() -> None:
 @PluginGroup(("balance",))
 @acting
 @output
-def balance(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, acting: ActOptions, output: str) -> None:
+def balance(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, acting: ActOptions,
+            output: OutputOptions) -> None:
     """Run Balance plugins (LowNodeUtilization unless --plugin or --policy says otherwise)."""
     plugins = registry(click.get_current_context())
     policy = build_policy(plugins, flags, "balance", default_plugins(plugins, "balance"), only_point=True)
@@ -60,7 +62,7 @@ def balance(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, acti
 @acting
 @output
 def deschedule(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, acting: ActOptions,
-               output: str) -> None:
+               output: OutputOptions) -> None:
     """Run Deschedule plugins (the in-tree ones unless --plugin or --policy says otherwise)."""
     plugins = registry(click.get_current_context())
     policy = build_policy(plugins, flags, "deschedule", default_plugins(plugins, "deschedule"), only_point=True)
@@ -78,7 +80,7 @@ def deschedule(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, a
 @acting
 @output
 def run_policy(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, acting: ActOptions,
-               output: str) -> None:
+               output: OutputOptions) -> None:
     """Run a whole policy once: every profile's Deschedule plugins, then its Balance plugins."""
     if not flags.policy_file:
         raise UsageError("run needs --policy FILE (balance and deschedule run plugins from flags)")
@@ -94,15 +96,19 @@ def explain() -> None:
     """Explain the verdicts on a node's pods, or on one pod."""
 
 
-@command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1")])
+@command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1"),
+                                   ("Name it as kubectl does", "kubectl desched explain pod shop/web-1")])
 @click.argument("pod_name", metavar="POD")
 @cluster_access
 @scope
 @EXPLAIN_PLUGINS
 @output
-def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, output: str) -> None:
+def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags,
+                output: OutputOptions) -> None:
     """The pod against every filter and enabled plugin, and which other nodes could take it."""
-    name("POD", pod_name, dns1123_subdomain_problem)
+    namespace, pod_name = pod_reference(pod_name, scope.namespaces)
+    if namespace is not None:
+        scope = replace(scope, namespaces=(namespace,))
     plugins = registry(click.get_current_context())
     policy = build_policy(plugins, flags, "balance", default_plugins(plugins, "explain"))
     sys.exit(app.explain_pod(options(access, scope, output), policy, pod_name))
@@ -121,7 +127,7 @@ def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags
               help="Read the whole cluster and evaluate every plugin; by default only this node and its pods are "
                    "read, and plugins that need the other nodes are estimated or listed as not evaluated.")
 def explain_node(node_name: str, full: bool, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags,
-                 output: str) -> None:
+                 output: OutputOptions) -> None:
     """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
     name("NODE", node_name, dns1123_subdomain_problem)
     plugins = registry(click.get_current_context())

@@ -23,6 +23,8 @@ class Verdicts:
         if c is not None:
             warn = "".join(f" [warning: {w}]" for w in c.warnings)
             return "evict", f"{c.plugin}: {c.reason}{warn}"
+        if pod.terminating and not pod.is_terminal:  # before any scope or protection: nothing else applies
+            return "keep", "terminating: already being deleted (still counted on its node until it is gone)"
         for ev in self.plan.evictors:
             why = ev.why_kept(pod)
             if why:

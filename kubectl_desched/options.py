@@ -69,8 +69,17 @@ class ActOptions:
 
 
 @dataclass(frozen=True)
+class OutputOptions:
+    """-o and whether a long plan goes through a pager on a terminal (--no-pager, as git)."""
+
+    format: str = "table"
+    pager: bool = True
+
+
+@dataclass(frozen=True)
 class Options:
     access: ClusterAccess = field(default_factory=ClusterAccess)
     scope: ScopeOptions = field(default_factory=ScopeOptions)
     acting: ActOptions = field(default_factory=ActOptions)
     output: str = "table"
+    pager: bool = False  # only the commands that print a plan turn it on

@@ -49,22 +49,40 @@ def _requests(pod: Pod) -> str:
         or "<none>"
 
 
+def plan_summary(plan: EvictionPlan) -> str:
+    """The plan in one line, first: what a long table below holds."""
+    n, nodes = len(plan.candidates), len({c.pod.node_name for c in plan.candidates})
+    parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to evict from {nodes} node{'s' if nodes != 1 else ''}"]
+    if plan.kept_by_pdb:
+        parts.append(f"{len(plan.kept_by_pdb)} kept because a PodDisruptionBudget would refuse them")
+    refused = sum(1 for c in plan.candidates if c.pdb_refusals)
+    if refused:
+        parts.append(f"{refused} the API will refuse (PodDisruptionBudgets, --no-respect-pdbs)")
+    warnings = len({w for c in plan.candidates for w in c.warnings})
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return "; ".join(parts)
+
+
 def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
     headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
     if wide:
         headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"]
-    rows, notes = [], []
+    rows = []
+    marks: dict[str, tuple[int, list[str]]] = {}  # warning text -> its number and the pods it is about
     for c in plan.candidates:
         p = c.pod
         reason = c.reason
-        for w in c.warnings:  # long; listed under the table with a mark in the row
-            notes.append(f"  [{len(notes) + 1}] {p.namespace}/{p.name}: {w}")
-            reason += f" [{len(notes)}]"
+        for w in c.warnings:  # long; listed once under the table, with a mark in each row it is about
+            number, pods = marks.setdefault(w, (len(marks) + 1, []))
+            pods.append(f"{p.namespace}/{p.name}")
+            reason += f" [{number}]"
         row = [p.namespace, p.name, p.node_name, c.plugin, reason]
         if wide:
             row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
         rows.append(row)
     table = tabulate(rows, headers=headers, tablefmt="plain")
+    notes = [f"  [{number}] {', '.join(pods)}: {w}" for w, (number, pods) in marks.items()]
     return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
 
 
@@ -82,6 +100,8 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]
             "detail": {r.plugin: r.detail for r in reports},
             "schedulable": not n.unschedulable,
             "evictions": moving.get(n.name, 0),
+            # Still counted in `now` and `after` until they are gone, as upstream counts them.
+            "terminating": sum(p.terminating and not p.is_terminal for p in state.all_pods_on_node(n.name)),
         }
         measured = plan.usage_reports.get(n.name)
         if measured is not None:
@@ -117,7 +137,7 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
     shown, hidden = [], 0
     for r in rows:
         classes = sorted(set(r["class"].values()))
-        interesting = r["evictions"] or any(c != "appropriately utilized" for c in classes)
+        interesting = r["evictions"] or r.get("terminating") or any(c != "appropriately utilized" for c in classes)
         if not (all_nodes or interesting):
             hidden += 1
             continue
@@ -128,8 +148,13 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
             cells.append(now if now == after else f"{now} -> {after}")
         cells.append(r["evictions"] or "")
+        cells.append(r.get("terminating") or "")
         shown.append(cells)
-    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT"]
+    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "TERMINATING"]
+    if not any(row[-1] for row in shown):  # the column only when it says something
+        headers.pop()
+        for row in shown:
+            row.pop()
     return tabulate(shown, headers=headers, tablefmt="plain"), hidden
 
 

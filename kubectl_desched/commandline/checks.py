@@ -13,6 +13,7 @@ from kubectl_desched import safeload
 from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
+from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.sanitize import shown
 from kubectl_desched.selectors import parse_selector
 
@@ -98,3 +99,23 @@ def plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {safeload.short(repr(v))}")
         out.setdefault(plugin.strip(), {}).update(parsed)
     return out
+
+
+POD_TYPES = ("pod", "pods", "po")
+
+
+def pod_reference(value: str, namespaces: tuple[str, ...]) -> tuple[str | None, str]:
+    """`NAME`, `pod/NAME` (kubectl's TYPE/NAME) or `NAMESPACE/NAME`, as (namespace or None, name). A namespace in
+    the argument must agree with -n, as a second source of truth would otherwise win silently."""
+    first, sep, rest = value.partition("/")
+    if not sep:
+        namespace, pod = None, value
+    elif first in POD_TYPES:
+        namespace, pod = None, rest
+    else:
+        namespace, pod = first, rest
+        name("POD", namespace, dns1123_label_problem, value)
+        if namespaces and namespaces != (namespace,):
+            raise UsageError(f"POD: {shown(value)} names namespace {namespace}, but -n says {', '.join(namespaces)}")
+    name("POD", pod, dns1123_subdomain_problem, value)
+    return namespace, pod

@@ -21,6 +21,7 @@ from kubectl_desched.options import (
     ClusterAccess,
     MigrationOptions,
     Options,
+    OutputOptions,
     ScopeOptions,
 )
 from kubectl_desched.plugins.migrationcontroller import JOB_MODES
@@ -158,10 +159,13 @@ acting = OptionGroup("acting", [
 output = OptionGroup("output", [
     option(OUTPUT, "-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table",
            show_default=True, help="Output format."),
-], lambda v: v["output"])
+    option(OUTPUT, "--no-pager", is_flag=True,
+           help="Print a long plan straight to the terminal instead of through $PAGER (less -FRX)."),
+], lambda v: OutputOptions(v["output"], not v["no_pager"]))
 
 
-def options(access: ClusterAccess, scope: ScopeOptions, output: str, acting: ActOptions | None = None) -> Options:
+def options(access: ClusterAccess, scope: ScopeOptions, output: OutputOptions,
+            acting: ActOptions | None = None) -> Options:
     """One command's options; the first -n is also kubectl's namespace override, as kubectl reads it."""
     access = replace(access, namespace=scope.namespaces[0] if scope.namespaces else None)
-    return Options(access, scope, acting or ActOptions(), output)
+    return Options(access, scope, acting or ActOptions(), output.format, output.pager)

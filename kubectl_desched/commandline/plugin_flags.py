@@ -36,6 +36,8 @@ class PluginFlags:
     plugin_args: tuple[str, ...] = ()  # --args as given: parsed when the policy is built
     values: Mapping[str, Any] = field(default_factory=dict)  # plugin flag name -> value, the given ones only
     limits: Mapping[str, int] = field(default_factory=dict)  # policy field -> value, the given ones only
+    per_workload: int | None = None
+    respect_pdbs: bool = True
 
 
 def registry(ctx: click.Context) -> Registry:
@@ -108,6 +110,11 @@ LIMIT_OPTIONS = [
     option(EVICTOR_FILTERS, "--max-pods-per-namespace", type=checks.COUNT, metavar="N",
            help="maxNoOfPodsToEvictPerNamespace."),
     option(EVICTOR_FILTERS, "--max-pods", type=checks.COUNT, metavar="N", help="maxNoOfPodsToEvictTotal."),
+    option(EVICTOR_FILTERS, "--max-per-workload", type=checks.COUNT, metavar="N",
+           help="At most N pods of one controller (ReplicaSet, StatefulSet, ...)."),
+    option(EVICTOR_FILTERS, "--respect-pdbs/--no-respect-pdbs", default=True, show_default=True,
+           help="Keep a pod its PodDisruptionBudget would refuse and plan the next one, as upstream's real run "
+                "does; --no-respect-pdbs plans as upstream's dry run (PDBs ignored, a warning instead)."),
 ]
 
 
@@ -139,7 +146,8 @@ class PluginGroup:
                 given[o.opts[0]] = value
         return PluginFlags(own["policy_file"], own["policy_patch"], tuple(own.get("plugins") or ()),
                            tuple(own.get("plugin_args") or ()), given,
-                           {LIMITS[k]: own[k] for k in LIMITS if own[k] is not None})
+                           {LIMITS[k]: own[k] for k in LIMITS if own[k] is not None},
+                           own["max_per_workload"], own["respect_pdbs"])
 
     def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -174,6 +182,7 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
         policy.limits.per_node = flags.limits.get("maxNoOfPodsToEvictPerNode", policy.limits.per_node)
         policy.limits.per_namespace = flags.limits.get("maxNoOfPodsToEvictPerNamespace", policy.limits.per_namespace)
         policy.limits.total = flags.limits.get("maxNoOfPodsToEvictTotal", policy.limits.total)
+        _tool_limits(policy, flags)
         return policy
     names = list(flags.plugins or default)
     extra = checks.plugin_args(flags.plugin_args)
@@ -203,7 +212,14 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
         except ConfigError as e:
             raise UsageError(f"{e.path}: {e.message}" if e.path else e.message) from None
     policy.from_file = False
+    _tool_limits(policy, flags)
     return policy
+
+
+def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
+    """The limits this tool adds to the policy's: they have no policy field upstream, only flags."""
+    policy.limits.per_workload = flags.per_workload
+    policy.limits.respect_pdbs = flags.respect_pdbs
 
 
 def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any]) -> None:

@@ -49,16 +49,29 @@ class Outcome:
 Note = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class Tick:
+    """Where a run stands, for a progress line: results so far, evictions in flight, seconds until --interval
+    lets the next one start (None when nothing waits on it)."""
+
+    done: int
+    total: int
+    in_flight: int
+    next_in: float | None
+
+
 class Runner:
     def __init__(self, evictor: Evictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
-                 note: Note | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 note: Note | None = None, clock: Callable[[], float] = time.monotonic,
+                 on_tick: Callable[[Tick], None] | None = None) -> None:
         self.evictor = evictor
         self.pacing = pacing
         self.workloads = workloads if pacing.wait_ready else None
         self.events = events
         self.on_result = on_result or (lambda _r: None)
         self.note = note or (lambda _m: None)
+        self.on_tick = on_tick
         self.clock = clock
         self.stop = Stop()
         self.presses = 0  # signals received (Ctrl-C, SIGTERM, SIGHUP alike)
@@ -125,6 +138,9 @@ class Runner:
             self.on_result(r)
 
         while left or in_flight:
+            if self.on_tick is not None:
+                pause = self.pacing.interval - (self.clock() - last_start) if left and last_start is not None else 0
+                self.on_tick(Tick(len(results), n, len(in_flight), pause if pause > 0 else None))
             by = self.stop.by
             if self.presses > told:
                 told = self.presses

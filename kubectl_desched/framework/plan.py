@@ -17,11 +17,22 @@ ScopeCheck = Callable[[Pod], str | None]
 
 @dataclass
 class Limits:
-    """maxNoOfPodsToEvictPerNode / PerNamespace / Total; None is unlimited, 0 forbids evictions."""
+    """What stops one more eviction: maxNoOfPodsToEvictPerNode / PerNamespace / Total (None is unlimited, 0 forbids
+    evictions), this tool's --max-per-workload, and whether a PodDisruptionBudget's remaining budget does."""
 
     per_node: int | None = None
     per_namespace: int | None = None
     total: int | None = None
+    per_workload: int | None = None  # pods of one controller (e.g. one ReplicaSet); not a policy field upstream
+    # True: a pod its PDB would refuse is kept and the plugin goes on, as upstream's real run does after a 429.
+    # False: PDBs are ignored as upstream's dry run ignores them (a warning on the candidate instead).
+    respect_pdbs: bool = True
+
+
+def workload_of(pod: Pod) -> tuple[str, str, str] | None:
+    """The pod's controller as (namespace, kind, name): what --max-per-workload counts and warnings name."""
+    ref = pod.controller
+    return (pod.namespace, ref.kind, ref.name) if ref is not None else None
 
 
 @dataclass
@@ -75,6 +86,8 @@ class EvictionPlan:
         self._per_node: Counter[str] = Counter()
         self._per_ns: Counter[str] = Counter()
         self._pdb_used: Counter[tuple[str, str]] = Counter()
+        self._per_workload: Counter[tuple[str, str, str]] = Counter()
+        self.kept_by_pdb: dict[int, str] = {}  # id(pod) -> why: selected, but its PDB would refuse it
 
     def limit_hit(self, pod: Pod) -> str | None:
         """Which global limit stops one more eviction of this pod; checked total, node, namespace."""
@@ -85,6 +98,9 @@ class EvictionPlan:
             return f"maxNoOfPodsToEvictPerNode ({lim.per_node}) reached on {pod.node_name}"
         if lim.per_namespace is not None and self._per_ns[pod.namespace] >= lim.per_namespace:
             return f"maxNoOfPodsToEvictPerNamespace ({lim.per_namespace}) reached in {pod.namespace}"
+        w = workload_of(pod)
+        if lim.per_workload is not None and w is not None and self._per_workload[w] >= lim.per_workload:
+            return f"--max-per-workload ({lim.per_workload}) reached for {w[1]} {w[0]}/{w[2]}"
         return None
 
     def total_reached(self) -> bool:
@@ -99,8 +115,22 @@ class EvictionPlan:
         self.candidates.append(cand)
         self._per_node[pod.node_name] += 1
         self._per_ns[pod.namespace] += 1
+        w = workload_of(pod)
+        if w is not None:
+            self._per_workload[w] += 1
         self.state.remove(pod)
         return cand
+
+    def pdb_refusal(self, pod: Pod) -> str | None:
+        """Why the API would refuse this pod's eviction (429), counting the candidates planned before it; None
+        when every PodDisruptionBudget covering it has budget left. Spends nothing."""
+        for pdb in self.state.pdbs_for(pod):
+            if not pdb.fresh:
+                return f"PodDisruptionBudget {pdb.name}: status not yet observed, the API would refuse the eviction"
+            if pdb.disruptions_allowed - self._pdb_used[(pdb.namespace, pdb.name)] <= 0:
+                return (f"PodDisruptionBudget {pdb.name} allows no more disruptions (counting the pods planned "
+                        f"before it), the API would refuse the eviction")
+        return None
 
     def _pdb_refusals(self, pod: Pod) -> list[str]:
         """Evictions that the API will refuse (429) because a PDB has no budget left for them."""
@@ -160,6 +190,12 @@ class ProfileEvictor:
         if hit:
             self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but {hit}"))
             return False
+        if self.plan.limits.respect_pdbs:
+            refused = self.plan.pdb_refusal(pod)
+            if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
+                self.plan.kept_by_pdb[id(pod)] = refused
+                self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but kept: {refused}"))
+                return False
         self.plan.add(pod, options, self.profile)
         return True
 

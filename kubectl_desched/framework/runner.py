@@ -10,6 +10,7 @@ from typing import Any
 from kubectl_desched.errors import ConfigError, DeschedError
 from kubectl_desched.framework.plan import EvictionPlan, PluginHandle, ProfileEvictor
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
+from kubectl_desched.framework.workloads import warn_whole_workloads
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.policy import PluginUse, Policy
 from kubectl_desched.selectors import Matcher
@@ -148,6 +149,7 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                 plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
+    warn_whole_workloads(plan, state)
     return plan
 
 

@@ -198,7 +198,7 @@ class LowNodeUtilization(BalancePlugin):
                 return f"under-utilized nodes have no {full} left below their targets" if full else ""
 
             def reason(n: Node = n, u: dict[str, float] = u, cap: dict[str, float] = cap) -> str:
-                return "node over target: " + ", ".join(
+                return "node over target: the node's " + ", ".join(
                     f"{r} {nu.fmt_pct(self._pct(u, n, r))} > {nu.fmt_pct(high.get(r, 100.0))}"
                     for r in self.tracked if u[r] > cap[r])
 
@@ -211,11 +211,23 @@ class LowNodeUtilization(BalancePlugin):
             klass = "under-utilized"
         elif nu.above(p, high):
             klass = "over-utilized"
+            self._terminating_note(n, high)
         else:
             klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
         basis = "actual usage " if self.args.actual_usage else ""
         self.handle.report_node(n.name, klass, f"{basis}{nu.describe(p, self.named)} ({limits})")
         return klass
+
+    def _terminating_note(self, n: Node, high: dict[str, float]) -> None:
+        """Say so when only pods already on their way out keep the node over its targets: re-running right after
+        an eviction would otherwise plan more evictions from a node that is already being relieved."""
+        if self.args.actual_usage:
+            return  # metrics already drop what a terminated container stops using
+        count, rest = nu.without_terminating(self.handle.state, n, nu.usage(self.handle.state, n, self.tracked))
+        if count and not nu.above(nu.percentages(rest, n), high):
+            self.handle.info(f"node {n.name} is over-utilized only because of its {count} terminating pod(s), "
+                             f"counted until they are gone as upstream counts them; without them "
+                             f"{nu.describe(nu.percentages(rest, n), self.named)}")
 
     def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
         """The node's class from its own usage; on an over-utilized node, the pods that could move."""

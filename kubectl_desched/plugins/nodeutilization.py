@@ -46,6 +46,17 @@ def usage(state: ClusterState, node: Node, resources: Iterable[str]) -> dict[str
     return {r: requested.get(r, 0.0) for r in resources}
 
 
+def without_terminating(state: ClusterState, node: Node, used: Mapping[str, float]) -> tuple[int, dict[str, float]]:
+    """How many of the node's pods are terminating, and the usage without their requests. Upstream counts a
+    terminating pod until it is gone, so a re-run right after an eviction still sees the evicted pods."""
+    going = [p for p in state.pods_on_node(node.name) if p.terminating and not p.is_terminal]
+    out = dict(used)
+    for p in going:
+        for r in out:
+            out[r] -= 1.0 if r == "pods" else p.requests.get(r, 0.0)
+    return len(going), out
+
+
 def percentages(used: Mapping[str, float], node: Node) -> dict[str, float]:
     out = {}
     for r, v in used.items():

@@ -66,3 +66,74 @@ class Interactive:
         out, err = self.proc.communicate(timeout=timeout)
         os.close(self.master)
         return self.proc.returncode, out.decode(), (self.err + err).decode()
+
+
+class FullScreen:
+    """The CLI on a real pseudo-terminal for stdin and stderr (where the selector draws), stdout piped: what an
+    operator's terminal looks like to the tool. A terminal emulator (pyte) keeps the screen as a user sees it."""
+
+    def __init__(self, kubeconfig: Path | str, *args: str, rows: int = 40, cols: int = 160,
+                 stdout_on_terminal: bool = False) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        import pyte
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = desched_env(kubeconfig, TERM="xterm-256color")
+        env.pop("KUBECTL_DESCHED_PROMPT", None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "kubectl_desched", *args], stdin=slave, stderr=slave,
+                                     stdout=slave if stdout_on_terminal else subprocess.PIPE, env=env,
+                                     start_new_session=True)
+        os.close(slave)
+        self.raw = b""  # every byte written to the terminal, for what was drawn and then cleared
+        self.term = pyte.Screen(cols, rows)
+        self.stream = pyte.ByteStream(self.term)
+
+    @property
+    def screen(self) -> str:
+        return "\n".join(line.rstrip() for line in self.term.display)
+
+    def _read(self) -> bool:
+        import select
+
+        ready, _, _ = select.select([self.master], [], [], 0.1)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # the child closed the terminal
+            return False
+        self.raw += chunk
+        self.stream.feed(chunk)
+        return True
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.screen:
+            if not self._read():
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"exited {self.proc.returncode} before {text!r}; screen:\n{self.screen}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no {text!r} within {timeout}s; screen:\n{self.screen}")
+
+    def keys(self, text: str, pause: float = 0.3) -> None:
+        for ch in text:  # one key at a time, as typed: Esc must not run into the next key as an escape sequence
+            os.write(self.master, ch.encode())
+            time.sleep(pause)
+            while self._read():
+                pass
+
+    def finish(self, timeout: float = 120) -> tuple[int, str, str]:
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self._read()
+        out = self.proc.stdout.read().decode() if self.proc.stdout else ""  # type: ignore[union-attr]
+        while self._read():
+            pass
+        code = self.proc.wait(timeout=5)
+        os.close(self.master)
+        return code, out, self.screen

@@ -31,7 +31,13 @@ def test_demo_balance_moves_pods_off_the_hot_workers_only() -> None:
     assert not {c["namespace"] for c in doc["candidates"]} & {"kube-system", "monitoring"}
     for name in ("worker-a1", "worker-a2"):
         assert nodes[name]["after"]["cpu"] <= 50.0 < nodes[name]["now"]["cpu"]
-    assert any(c["warnings"] for c in doc["candidates"])  # a PDB without budget is flagged
+    assert doc["respectPDBs"] is True
+    assert not any("eviction will be refused" in w for c in doc["candidates"] for w in c["warnings"])  # kept
+    loose = json.loads(CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-A", "-o", "json",
+                                                "--no-respect-pdbs"]).stdout)
+    assert loose["respectPDBs"] is False
+    flagged = [c["pod"] for c in loose["candidates"] if any("will be refused" in w for w in c["warnings"])]
+    assert flagged and all(p.startswith("web-") for p in flagged)  # upstream's dry run: planned, with a warning
 
 
 def test_demo_explain_names_each_protection() -> None:
@@ -128,7 +134,8 @@ def test_a_koord_descheduler_configuration_runs_as_is() -> None:
     doc = json.loads(result.output)
     assert {c["plugin"] for c in doc["candidates"]} == {"LowNodeLoad"}
     assert {c["node"] for c in doc["candidates"]} == {"worker-a1"}
-    assert len(doc["candidates"]) == 5  # 93% -> 44%: under the policy's 50% cpu
+    assert len(doc["candidates"]) == 4  # 93% -> 36.8%: under the policy's 50% cpu, web-pdb's budget spent once
+    assert {n["name"]: n for n in doc["nodes"]}["worker-a1"]["after"]["cpu"] < 50
     assert any("consecutiveAbnormalities 2" in m["message"] for m in doc["messages"])
 
 

@@ -584,7 +584,9 @@ def test_server_dry_run_reports_blocked_for_the_budget_the_plan_counts(
     api = fake_cluster(["web-0", "web-1", "web-2"], allowed=1)
     report = tmp_path / "r.json"
     began = time.monotonic()
-    code, _out, err = run_cli(monkeypatch, capsys, "--dry-run=server", "--yes", "--report", str(report))
+    # --no-respect-pdbs: the plan keeps the refused pods (as upstream's dry run); the server dry run names them.
+    code, _out, err = run_cli(monkeypatch, capsys, "--dry-run=server", "--yes", "--report", str(report),
+                              "--no-respect-pdbs")
     assert time.monotonic() - began < 10
     assert code == 1, err
     got = {e["pod"]: e for e in json.loads(report.read_text())["evictions"]}
@@ -592,6 +594,17 @@ def test_server_dry_run_reports_blocked_for_the_budget_the_plan_counts(
     for p in ("web-1", "web-2"):
         assert got[p]["result"] == "blocked" and got[p]["message"].startswith(
             "PodDisruptionBudget web allows no more disruptions, eviction will be refused (counting the pods planned")
+    assert not api.applied
+
+
+def test_by_default_the_plan_keeps_what_the_budget_would_refuse(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    api = fake_cluster(["web-0", "web-1", "web-2"], allowed=1)
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli(monkeypatch, capsys, "--dry-run=server", "--yes", "--report", str(report))
+    assert code == 0, err
+    assert [e["pod"] for e in json.loads(report.read_text())["evictions"]] == ["web-0"]
     assert not api.applied
 
 

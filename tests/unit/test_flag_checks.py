@@ -3,6 +3,7 @@ cluster, asked or sent. The cluster is a fake that fails the test if it is touch
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched import app, cli
-from kubectl_desched.commandline.checks import Count
+from kubectl_desched.commandline.checks import Count, pod_reference
 from kubectl_desched.commandline.groups import acting
 from kubectl_desched.durations import MAX_DURATION_SECONDS
+from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import live
 from kubectl_desched.plugins import full_registry
 from tests import builders as b
@@ -320,3 +322,39 @@ def test_random_text_is_one_bounded_printable_line() -> None:
         line = one_line(text, 100)
         assert len(line.splitlines()) <= 1 and len(line) <= 100 + 40
         assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in line)
+
+
+@pytest.mark.parametrize(("given", "namespaces", "expected"), [
+    ("web-1", (), (None, "web-1")),
+    ("pod/web-1", ("shop",), (None, "web-1")),
+    ("pods/web-1", (), (None, "web-1")),
+    ("po/web-1", (), (None, "web-1")),
+    ("shop/web-1", (), ("shop", "web-1")),
+    ("shop/web-1", ("shop",), ("shop", "web-1")),
+])
+def test_pod_reference_takes_kubectls_forms(given: str, namespaces: tuple[str, ...],
+                                            expected: tuple[str | None, str]) -> None:
+    assert pod_reference(given, namespaces) == expected
+
+
+@pytest.mark.parametrize(("given", "namespaces", "message"), [
+    ("shop/web-1", ("other",), "POD: 'shop/web-1' names namespace shop, but -n says other"),
+    ("pod/", (), "POD: empty name in 'pod/'"),
+    ("Shop/web-1", (), "POD: 'Shop' must be a DNS-1123 label"),
+    ("shop/a/b", (), "POD: 'a/b' must be"),
+])
+def test_pod_reference_refuses_what_kubectl_would(given: str, namespaces: tuple[str, ...], message: str) -> None:
+    with pytest.raises(UsageError) as e:
+        pod_reference(given, namespaces)
+    assert str(e.value).startswith(message)
+
+
+def test_explain_pod_by_namespace_slash_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    for ref in ("shop/web-xlr4bj9pj5-299xd", "pod/web-xlr4bj9pj5-299xd"):
+        extra = [] if ref.startswith("shop/") else ["-n", "shop"]
+        result = CliRunner().invoke(cli.cli, ["explain", "pod", ref, *extra, "--from-file", demo, "-o", "json"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert (doc["namespace"], doc["pod"]) == ("shop", "web-xlr4bj9pj5-299xd")

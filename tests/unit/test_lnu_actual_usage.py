@@ -65,8 +65,8 @@ def test_usage_not_requests_decides_the_classes_and_the_moves() -> None:
     assert plan.node_reports["n1"][0].detail.startswith("actual usage cpu 80%")
     # 3200m - 700m = 2500m is not above 50% of 4000m: two pods move (upstream stops when back under target).
     assert [c.pod.name for c in plan.candidates] == ["n1-p0", "n1-p1"]
-    assert plan.candidates[0].reason == "node over target: cpu 80% > 50%"
-    assert plan.candidates[1].reason == "node over target: cpu 62.5% > 50%"
+    assert plan.candidates[0].reason == "node over target: the node's cpu 80% > 50%"
+    assert plan.candidates[1].reason == "node over target: the node's cpu 62.5% > 50%"
 
 
 def test_by_requests_the_same_cluster_needs_nothing() -> None:

@@ -13,6 +13,7 @@ from kubectl_desched.framework.runner import Scope, considered_nodes, run
 from kubectl_desched.model import Pod, node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
+from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_table
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 from tests import builders as b
@@ -31,9 +32,11 @@ def _state(objs: list[dict[str, Any]]) -> ClusterState:
 
 def plan_for(objs: list[dict[str, Any]], lnu_args: dict[str, Any] | None = None, *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int | None] | None = None,
-             scope: Scope | None = None) -> EvictionPlan:
+             scope: Scope | None = None, respect_pdbs: bool = True, per_workload: int | None = None) -> EvictionPlan:
     raw = policy_from_plugins([(LNU, "balance", lnu_args or CPU_ARGS)], evictor_args or {}, limits or {})
     policy = decode_policy(raw, in_tree_registry(), "flags")
+    policy.limits.respect_pdbs = respect_pdbs
+    policy.limits.per_workload = per_workload
     return run(policy, _state(objs), scope or Scope())
 
 
@@ -85,8 +88,8 @@ def test_worked_example_evicts_four() -> None:
     plan = plan_for(_worked_example(), WORKED_ARGS)
     assert evicted(plan) == ["p1", "p2", "p3", "p4"]
     assert all(c.plugin == LNU and c.profile == "kubectl-desched" for c in plan.candidates)
-    assert plan.candidates[0].reason == "node over target: cpu 80% > 50%, pods 88.9% > 50%"
-    assert plan.candidates[3].reason == "node over target: pods 55.6% > 50%"
+    assert plan.candidates[0].reason == "node over target: the node's cpu 80% > 50%, pods 88.9% > 50%"
+    assert plan.candidates[3].reason == "node over target: the node's pods 55.6% > 50%"
     assert (klass(plan, "n1"), klass(plan, "n2"), klass(plan, "n3")) == ("over-utilized", "under-utilized",
                                                                          "unschedulable")
     assert plan.node_reports["n1"][0].detail == ("cpu 80%, pods 88.9% (under <= cpu 30%, pods 30%; "
@@ -95,7 +98,8 @@ def test_worked_example_evicts_four() -> None:
     assert verdict(plan, "ds") == ("keep", "protected: DaemonSet pod")
     assert verdict(plan, "mirror") == ("keep", "protected: mirror pod; local storage (hostPath host)")
     assert verdict(plan, "critical") == ("keep", "protected: system critical (priority 2000000000)")
-    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: cpu 80% > 50%, pods 88.9% > 50%")
+    assert verdict(plan, "p1") == ("evict", "LowNodeUtilization: node over target: "
+                                            "the node's cpu 80% > 50%, pods 88.9% > 50%")
     assert verdict(plan, "p9") == ("keep", "no enabled plugin selects it")
     assert plan.errors == [] and plan.messages == []
 
@@ -379,9 +383,36 @@ def test_scope_node_selector() -> None:
 # --- PDB warnings and explain --------------------------------------------------------------------------------------
 
 
-def test_pdb_without_budget_warns_on_the_candidate() -> None:
+def test_pdb_refusal_keeps_the_pod_and_the_plugin_takes_the_next() -> None:
+    """As upstream's real run: the 429 for p1 does not count, LowNodeUtilization goes on to p2."""
+    objs = [b.node("empty"), b.node("n1", cpu="4"), b.pdb("guard", {"app": "guarded"}, allowed=0),
+            *(b.pod(f"n1-p{i}", "n1", cpu="1", labels={"app": "guarded" if i == 1 else "web"}) for i in range(4))]
+    plan = plan_for(objs)
+    assert evicted(plan) == ["n1-p0", "n1-p2"]
+    assert all(c.warnings == [] and c.pdb_refusals == [] for c in plan.candidates)
+    kind, why = verdict(plan, "n1-p1")
+    assert kind == "keep" and "but kept: PodDisruptionBudget guard allows no more disruptions" in why
+    assert evicted(plan_for(objs, respect_pdbs=False)) == ["n1-p0", "n1-p1"]  # upstream's dry run
+
+
+def test_pdb_budget_is_spent_by_the_candidates_planned_before() -> None:
     objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), b.pdb("web", {"app": "web"}, allowed=1)]
     plan = plan_for(objs)
+    assert evicted(plan) == ["n1-p0"]  # the budget of 1 is spent: p1, p2 and p3 would be refused
+    assert "allows no more disruptions (counting the pods planned before it)" in verdict(plan, "n1-p3")[1]
+
+
+def test_max_per_workload_caps_one_controller() -> None:
+    objs = [b.node("empty"), b.node("n1", cpu="4"),
+            *(b.pod(f"n1-p{i}", "n1", cpu="1", owner_name="web" if i < 3 else "api") for i in range(4))]
+    plan = plan_for(objs, per_workload=1)
+    assert evicted(plan) == ["n1-p0", "n1-p3"]
+    assert "--max-per-workload (1) reached for ReplicaSet default/web" in verdict(plan, "n1-p1")[1]
+
+
+def test_pdb_without_budget_warns_on_the_candidate() -> None:
+    objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), b.pdb("web", {"app": "web"}, allowed=1)]
+    plan = plan_for(objs, respect_pdbs=False)
     assert evicted(plan) == ["n1-p0", "n1-p1"]
     assert plan.candidates[0].warnings == []
     warning = "PodDisruptionBudget web allows no more disruptions, eviction will be refused"
@@ -394,7 +425,8 @@ def test_pdb_not_yet_observed_warns() -> None:
     budget = b.pdb("web", {"app": "web"}, allowed=5)
     budget["metadata"]["generation"] = 2
     objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), budget]
-    plan = plan_for(objs)
+    assert evicted(plan_for(objs)) == []  # the API refuses while the budget's status is not observed
+    plan = plan_for(objs, respect_pdbs=False)
     assert plan.candidates[0].warnings == [
         "PodDisruptionBudget web: status not yet observed, eviction will be refused"]
 
@@ -460,3 +492,57 @@ def test_second_profile_moves_other_pods() -> None:
                                                                    ("n1-p2", "second")]
     assert len({id(c.pod) for c in plan.candidates}) == 3
 
+
+
+# --- whole workloads ------------------------------------------------------------------------------------------------
+
+
+def _replicas(ready_count: int, total: int = 4, **kw: Any) -> list[dict[str, Any]]:
+    """n1 at 100% cpu with `total` pods of ReplicaSet web (the first `ready_count` Ready); LowNodeUtilization
+    takes two of them (100% -> 50%)."""
+    return [b.node("empty"), b.node("n1", cpu="4"),
+            *(b.ready(b.pod(f"n1-p{i}", "n1", cpu="1", owner_name="web", labels={"app": "web"}, **kw),
+                      i < ready_count) for i in range(total))]
+
+
+def test_losing_more_than_half_of_a_workloads_ready_pods_warns() -> None:
+    plan = plan_for(_replicas(3))  # p0 and p1 are planned, both ready: 2 of 3 ready pods
+    assert evicted(plan) == ["n1-p0", "n1-p1"]
+    text = ("ReplicaSet default/web would lose 2 of its 3 ready pods and no PodDisruptionBudget guards it: "
+            "consider --wait-ready or --max-per-workload")
+    assert [c.warnings for c in plan.candidates] == [[text], [text]]
+
+
+def test_half_or_less_or_a_pdb_is_no_warning() -> None:
+    assert all(c.warnings == [] for c in plan_for(_replicas(4)).candidates)  # 2 of 4: half, not more
+    guarded = plan_for([*_replicas(3), b.pdb("web", {"app": "web"}, allowed=5)])
+    assert evicted(guarded) == ["n1-p0", "n1-p1"] and all(c.warnings == [] for c in guarded.candidates)
+    capped = plan_for(_replicas(3), per_workload=1)  # the suggested cap: one pod of the three
+    assert evicted(capped) == ["n1-p0"] and capped.candidates[0].warnings == []
+
+
+# --- terminating pods -----------------------------------------------------------------------------------------------
+
+
+def test_a_node_over_only_because_of_terminating_pods_is_named() -> None:
+    """Right after an eviction its pods are terminating and still counted: the re-run says so, per node."""
+    objs = [b.node("empty"), b.node("n1", cpu="4"), *(b.pod(f"n1-p{i}", "n1", cpu="1") for i in range(2)),
+            *(b.terminating(b.pod(f"n1-old{i}", "n1", cpu="1")) for i in range(2))]
+    plan = plan_for(objs)
+    assert ("LowNodeUtilization", "node n1 is over-utilized only because of its 2 terminating pod(s), counted until "
+            "they are gone as upstream counts them; without them cpu 50%") in plan.messages
+    assert verdict(plan, "n1-old0") == ("keep", "terminating: already being deleted "
+                                                "(still counted on its node until it is gone)")
+    rows = {r["name"]: r for r in node_rows(plan, list(plan.state.nodes.values()))}
+    assert rows["n1"]["terminating"] == 2 and rows["empty"]["terminating"] == 0
+    table, _hidden = nodes_table(list(rows.values()), Painter(False))
+    assert table.splitlines()[0].split()[-1] == "TERMINATING"
+    over = plan_for([b.node("empty"), *_busy_node(count=4), b.terminating(b.pod("old", "n1", cpu="1"))])
+    assert not any("terminating" in m for _p, m in over.messages)  # over target with or without it: no note
+
+
+def test_one_warning_for_many_candidates_is_listed_once() -> None:
+    plan = plan_for(_replicas(3))
+    text = candidates_table(plan)
+    assert text.count("would lose 2 of its 3 ready pods") == 1
+    assert "[1] default/n1-p0, default/n1-p1: ReplicaSet default/web would lose" in text

@@ -166,7 +166,8 @@ def test_lifetime_terminating_pods_are_protected() -> None:
     objs = [b.node("n1"), status(pod("p14"), deleting=True), status(pod("p15"), deleting=True)]
     plan = plan_for(objs, PLT, AGE_600)
     assert evicted(plan) == []
-    assert verdict(plan, "p14") == ("keep", "protected: terminating")
+    assert verdict(plan, "p14") == ("keep", "terminating: already being deleted "
+                                            "(still counted on its node until it is gone)")
 
 
 def test_lifetime_default_evictor_still_protects() -> None:

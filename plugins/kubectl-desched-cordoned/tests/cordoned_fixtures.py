@@ -62,7 +62,10 @@ def state(objs: list[dict[str, Any]]) -> ClusterState:
 
 
 def plan_for(objs: list[dict[str, Any]], args: dict[str, Any] | None = None, *,
-             evictor_args: dict[str, Any] | None = None, limits: dict[str, int] | None = None) -> EvictionPlan:
+             evictor_args: dict[str, Any] | None = None, limits: dict[str, int] | None = None,
+             respect_pdbs: bool = True) -> EvictionPlan:
     """The plugin found through its entry point (full_registry), in a one-profile policy like `--plugin` builds."""
     raw = policy_from_plugins([(PLUGIN, "deschedule", args or {})], evictor_args or {}, limits or {})
-    return run(decode_policy(raw, full_registry(), "flags"), state(objs), Scope())
+    policy = decode_policy(raw, full_registry(), "flags")
+    policy.limits.respect_pdbs = respect_pdbs
+    return run(policy, state(objs), Scope())

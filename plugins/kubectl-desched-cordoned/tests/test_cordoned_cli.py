@@ -37,7 +37,7 @@ def snapshot(tmp_path: Path) -> str:
             pod("crashed", "cordoned-2", namespace="shop", phase="Failed"),
             pod("batch-1", "scaling-down", namespace="jobs", owner="Job"),
             pod("api-1", "healthy", namespace="shop"),
-            pdb("db", {"app": "db"}, namespace="shop", allowed=0)]
+            pdb("db", {"app": "db"}, namespace="shop", allowed=0)]  # db-0: kept unless --no-respect-pdbs
     path = tmp_path / "snapshot.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
     return str(path)
@@ -86,16 +86,18 @@ def test_plugins_command_lists_it_with_its_defaults() -> None:
 def test_deschedule_with_the_plugin_flag(snapshot: str) -> None:
     got = candidates(desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json"))
     cordoned = "node is cordoned (spec.unschedulable)"
-    assert got == [("web-2", "cordoned-1", cordoned), ("web-1", "cordoned-1", cordoned),  # priority 0 before 100
-                   ("db-0", "cordoned-2", cordoned)]
+    assert got == [("web-2", "cordoned-1", cordoned), ("web-1", "cordoned-1", cordoned)]  # priority 0 before 100
+    # db-0's PDB allows no disruption: kept, unless PDBs are ignored as upstream's dry run ignores them.
+    loose = candidates(desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json",
+                               "--no-respect-pdbs"))
+    assert loose == [*got, ("db-0", "cordoned-2", cordoned)]
 
 
 def test_args_flag_adds_drain_taints_and_limits_apply(snapshot: str) -> None:
     proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
                    "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
-    assert [(p, n) for p, n, _ in candidates(proc)] == [("web-2", "cordoned-1"), ("db-0", "cordoned-2"),
-                                                        ("batch-1", "scaling-down")]
-    assert candidates(proc)[2][2] == "node has drain taint ToBeDeletedByClusterAutoscaler=1762160000:NoSchedule"
+    assert [(p, n) for p, n, _ in candidates(proc)] == [("web-2", "cordoned-1"), ("batch-1", "scaling-down")]
+    assert candidates(proc)[1][2] == "node has drain taint ToBeDeletedByClusterAutoscaler=1762160000:NoSchedule"
 
 
 def test_its_own_flag_sets_drain_taints(snapshot: str) -> None:
@@ -105,7 +107,7 @@ def test_its_own_flag_sets_drain_taints(snapshot: str) -> None:
     by_args = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
                       "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
     assert candidates(by_flag) == candidates(by_args)
-    assert [n for _, n, _ in candidates(by_flag)] == ["cordoned-1", "cordoned-2", "scaling-down"]
+    assert [n for _, n, _ in candidates(by_flag)] == ["cordoned-1", "scaling-down"]
 
 
 def test_its_flags_are_in_help_of_the_commands_that_run_it() -> None:
@@ -126,7 +128,7 @@ def test_a_bad_flag_value_names_the_flag(snapshot: str) -> None:
 
 
 def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:
-    proc = desched("deschedule", "--from-file", snapshot, "-n", "shop", "--plugin", PLUGIN)
+    proc = desched("deschedule", "--from-file", snapshot, "-n", "shop", "--plugin", PLUGIN, "--no-respect-pdbs")
     assert proc.returncode == 0, proc.stderr
     assert "3 candidate pod(s):" in proc.stdout
     assert "node is cordoned (spec.unschedulable) [1]" in proc.stdout  # db-0's PDB allows no disruption
@@ -175,7 +177,7 @@ def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     assert [(c["pod"], c["plugin"]) for c in doc["candidates"]] == [
-        ("crashed", "RemoveFailedPods"), ("web-2", PLUGIN), ("web-1", PLUGIN), ("db-0", PLUGIN)]
+        ("crashed", "RemoveFailedPods"), ("web-2", PLUGIN), ("web-1", PLUGIN)]  # db-0: its PDB allows none
     assert doc["policy"]["profiles"][0]["deschedule"] == ["RemoveFailedPods", PLUGIN]
 
 
@@ -188,7 +190,7 @@ def test_koordinator_configuration_runs_it_too(snapshot: str, tmp_path: Path) ->
                                                          "args": {"defaultJobMode": "EvictDirectly"}}],
                       "plugins": {"deschedule": {"enabled": [{"name": PLUGIN}]}}}]})
     got = candidates(desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json"))
-    assert [p for p, _, _ in got] == ["web-2", "web-1", "db-0"]
+    assert [p for p, _, _ in got] == ["web-2", "web-1"]
 
 
 def test_bad_args_in_a_policy_name_file_and_path(snapshot: str, tmp_path: Path) -> None:

@@ -130,9 +130,10 @@ def test_node_fit_keeps_pods_with_nowhere_to_go() -> None:
     assert list(picked(plan_for([*objs, node("free")], evictor_args={"nodeFit": True}))) == ["a"]
 
 
-def test_pdb_without_budget_is_a_warning_on_the_candidate() -> None:
+def test_pdb_without_budget_keeps_the_pod_or_warns_with_no_respect_pdbs() -> None:
     objs = [node("c", cordoned=True), pod("db", "c", labels={"app": "db"}), pdb("db", {"app": "db"}, allowed=0)]
-    (cand,) = plan_for(objs).candidates
+    assert plan_for(objs).candidates == []  # the framework keeps what the PDB would refuse, for any plugin
+    (cand,) = plan_for(objs, respect_pdbs=False).candidates
     assert cand.warnings == ["PodDisruptionBudget db allows no more disruptions, eviction will be refused"]
 
 

@@ -1,0 +1,178 @@
+"""The selector: choices on the Selection model, then the real prompt_toolkit application driven by key presses
+through the library's own pipe input (no terminal needed), then the line prompts' final question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_desched import confirm, selector
+from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.interrupts import Interrupted
+from kubectl_desched.model import pod_from_json
+from kubectl_desched.selection import Selection, details
+from tests.builders import pod
+
+
+def cand(name: str, node: str, ns: str = "shop", owner: str = "web", plugin: str = "LowNodeUtilization",
+         warnings: list[str] | None = None) -> Candidate:
+    p = pod_from_json(pod(name, node, namespace=ns, owner_name=owner))
+    return Candidate(p, plugin, f"node {node} over target", "default", warnings=list(warnings or []))
+
+
+def plan() -> list[Candidate]:
+    return [cand("web-1", "n2"), cand("web-2", "n1"), cand("db-1", "n1", ns="data", owner="db"),
+            cand("job-1", "n3", owner="batch", plugin="RemovePodsHavingTooManyRestarts")]
+
+
+def names(cs: list[Candidate]) -> list[str]:
+    return [c.pod.name for c in cs]
+
+
+def test_everything_starts_chosen_and_comes_back_in_plan_order() -> None:
+    s = Selection(plan())
+    assert names(s.chosen()) == ["web-1", "web-2", "db-1", "job-1"]
+    assert s.summary() == "evict 4 pods from 3 nodes?"
+
+
+def test_lines_group_by_the_sort_key_with_counts() -> None:
+    s = Selection(plan())
+    headers = [ln.text for ln in s.lines() if ln.row is None]
+    assert headers == ["node n1  (2/2 chosen)", "node n2  (1/1 chosen)", "node n3  (1/1 chosen)"]
+    s.cycle_sort()
+    assert s.sort == "namespace"
+    assert [ln.group for ln in s.lines() if ln.row is None] == ["data", "shop"]
+    for _ in range(3):
+        s.cycle_sort()
+    assert s.sort == "node"
+
+
+def test_toggles_for_a_pod_its_node_its_owner_and_all() -> None:
+    s = Selection(plan())
+    web2 = next(r for r in s.rows if r.candidate.pod.name == "web-2")
+    s.toggle_same(web2, "node")  # n1: web-2 and db-1
+    assert names(s.chosen()) == ["web-1", "job-1"]
+    s.toggle(web2)
+    s.toggle_same(web2, "node")  # mixed: the whole node becomes chosen
+    assert names(s.chosen()) == ["web-1", "web-2", "db-1", "job-1"]
+    s.toggle_same(web2, "owner")  # shop/ReplicaSet/web: web-1 and web-2
+    assert names(s.chosen()) == ["db-1", "job-1"]
+    s.toggle_all()
+    assert names(s.chosen()) == ["web-1", "web-2", "db-1", "job-1"]
+    s.toggle_all()
+    assert s.chosen() == [] and s.summary() == "evict 0 pods from 0 nodes?"
+
+
+def test_filter_by_field_and_by_any_word() -> None:
+    s = Selection(plan())
+    s.filter = "ns:data"
+    assert [r.candidate.pod.name for r in s.visible()] == ["db-1"]
+    s.filter = "plugin:restarts"
+    assert [r.candidate.pod.name for r in s.visible()] == ["job-1"]
+    s.filter = "n1 web"  # every word must match
+    assert [r.candidate.pod.name for r in s.visible()] == ["web-2"]
+    s.filter = "owner:batch"
+    s.toggle_all()  # only what is shown
+    assert names(s.chosen()) == ["web-1", "web-2", "db-1"]
+    s.filter = "nomatch:x"  # an unknown field is plain text, not an error
+    assert s.visible() == []
+
+
+def test_details_name_reason_warnings_and_destination() -> None:
+    c = cand("web-1", "n2", warnings=["PodDisruptionBudget shop/web allows no disruption"])
+    text = "\n".join(details(c, "n5"))
+    assert "shop/web-1" in text and "ReplicaSet/web" in text and "over target" in text
+    assert "lands on   n5 (estimate)" in text and "warning    PodDisruptionBudget shop/web" in text
+
+
+def drive(keys: str, candidates: list[Candidate]) -> tuple[Any, Selection]:
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    s = Selection(candidates)
+    with create_pipe_input() as inp:
+        inp.send_text(keys)
+        app = selector.build(selector.Screen(s), input=inp, output=DummyOutput())
+        result = app.run()
+    return result, s
+
+
+def test_screen_space_toggles_the_pod_under_the_cursor_and_enter_finishes() -> None:
+    # Sorted by node: n1 web-2, n1 db-1, n2 web-1, n3 job-1; down once then space drops db-1.
+    result, s = drive("j \r", plan())
+    assert result == "done" and names(s.chosen()) == ["web-1", "web-2", "job-1"]
+
+
+def test_screen_node_owner_all_and_sort_keys() -> None:
+    _, s = drive("n\r", plan())  # the cursor starts on n1
+    assert names(s.chosen()) == ["web-1", "job-1"]
+    _, s = drive("o\r", plan())  # web-2's owner: web-1 too
+    assert names(s.chosen()) == ["db-1", "job-1"]
+    _, s = drive("a\r", plan())
+    assert s.chosen() == []
+    _, s = drive("s \r", plan())  # sorted by namespace, the first pod is data/db-1
+    assert names(s.chosen()) == ["web-1", "web-2", "job-1"]
+
+
+def test_screen_filter_then_toggle_what_is_shown() -> None:
+    result, s = drive("/ns:shop\ra\r", plan())
+    assert result == "done" and names(s.chosen()) == ["db-1"] and s.filter == "ns:shop"
+    result, s = drive("/ns:shop\x1ba\r", plan())  # Esc clears the filter: `a` then toggles every pod
+    assert s.filter == "" and s.chosen() == []
+
+
+def test_screen_q_cancels_and_ctrl_c_interrupts() -> None:
+    result, _s = drive("q", plan())
+    assert result == "cancel"
+    with pytest.raises(Interrupted) as e:
+        drive("\x03", plan())
+    assert e.value.exit_code == 130
+
+
+def ask_lines(monkeypatch: pytest.MonkeyPatch, typed: str, candidates: list[Candidate]) -> tuple[Any, str]:
+    monkeypatch.setattr(confirm, "stdin_is_tty", lambda: True)
+    monkeypatch.setattr(selector, "can_open", lambda *a: False)
+    with CliRunner().isolation(input=typed) as (_out, err, *_rest):
+        try:
+            got: Any = confirm.ask(candidates)
+        except confirm.NotConfirmed as e:
+            got = e
+        return got, err.getvalue().decode()
+
+
+def test_quit_in_line_mode_asks_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    got, err = ask_lines(monkeypatch, "s\ny\nq\nn\n", plan())
+    assert isinstance(got, confirm.NotConfirmed) and "nothing was evicted" in str(got)
+    assert "Evict 1 pod from 1 node?" in err
+    got, err = ask_lines(monkeypatch, "s\ny\nq\ny\n", plan())
+    assert names(got[0]) == ["web-1"] and got[1] == "select"
+
+
+def test_line_prompt_shows_each_pods_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    cs = [cand("web-1", "n2", warnings=["would leave ReplicaSet shop/web with 0 of 3 ready replicas"])]
+    got, err = ask_lines(monkeypatch, "s\ny\n", cs)
+    assert names(got[0]) == ["web-1"]
+    assert "warning: would leave ReplicaSet shop/web with 0 of 3 ready replicas" in err
+
+
+def test_screen_is_only_for_real_terminals(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Stream:
+        def __init__(self, tty: bool) -> None:
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    tty, pipe = Stream(True), Stream(False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.delenv("KUBECTL_DESCHED_PROMPT", raising=False)
+    assert selector.can_open(tty, tty)
+    assert not selector.can_open(tty, pipe)  # stderr redirected: nowhere to draw
+    assert not selector.can_open(pipe, tty)
+    monkeypatch.setenv("TERM", "dumb")
+    assert not selector.can_open(tty, tty)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("KUBECTL_DESCHED_PROMPT", "lines")
+    assert not selector.can_open(tty, tty)
