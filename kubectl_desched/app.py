@@ -22,6 +22,8 @@ from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.metrics import SNAPSHOT_HINTS
 from kubectl_desched.options import Options
+from kubectl_desched.placement import Placement, estimate
+from kubectl_desched.placement import warnings as placement_warnings
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import (
     Painter,
@@ -266,13 +268,14 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                   all_pods=filters_read_other_nodes(policy) is not None)
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(loaded.state, policy, loaded.scope)
+    placement = estimate(loaded.state, plan.candidates) if plan.candidates else None
     mode = _mode(opts, loaded)
     if report:
         _describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
     structured = opts.output in ("json", "yaml")
     if not structured:
-        pager.show(_plan_text(plan, policy, loaded, nodes, paint, wide=opts.output == "wide"), opts.pager)
+        pager.show(_plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement), opts.pager)
     for e in plan.errors:
         error(e)
 
@@ -285,12 +288,13 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         runner, status = _runner(opts, loaded.conn, mode, policy, quiet=False)
         _preflight(runner, plan.candidates, opts, report)
         try:
-            chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates)
+            landing = (lambda c: d.text if (d := placement.of(c)) else None) if placement else None
+            chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates, landing)
         except NotConfirmed as e:
             if report:
                 report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
             if structured:
-                _emit(document(plan, nodes, _meta(policy, loaded, mode)), opts.output)
+                _emit(document(plan, nodes, _meta(policy, loaded, mode), placement=placement), opts.output)
             click.echo(str(e), err=True)
             return EXIT_NOT_CONFIRMED
         except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
@@ -323,7 +327,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
         from kubectl_desched.evictors.migration import MigrationEvictor, job_doc
-        doc = document(plan, nodes, _meta(policy, loaded, mode), results)
+        doc = document(plan, nodes, _meta(policy, loaded, mode), results, placement)
         if runner is not None and results is not None and isinstance(runner.evictor, MigrationEvictor):
             tracks = runner.evictor.tracks
             doc["podMigrationJobs"] = [job_doc(tracks[id(r.candidate)], r) for r in results
@@ -440,23 +444,29 @@ def _summary(results: list[EvictionResult], interrupted: bool = False, by: str |
     return line
 
 
-def _plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool) -> str:
+def _plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,
+               placement: Placement | None = None) -> str:
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
     out = [paint(plan_summary(plan), None, bold=True),
            f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
            ""]
     if plan.candidates:
         out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
-        out.append(candidates_table(plan, wide=wide))
+        out.append(candidates_table(plan, wide=wide, placement=placement))
     else:
         out.append(paint("No pods to evict.", None, bold=True))
     out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
     out.append("")
-    rows = node_rows(plan, nodes)
+    rows = node_rows(plan, nodes, placement)
     table, hidden = nodes_table(rows, paint, all_nodes=wide)
     out += [paint(nodes_heading(rows), None, bold=True), table]
     if hidden:
         out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")
+    if placement is not None:
+        out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
+                   "estimate (-o wide: DESTINATION).")
+        said = placement_warnings(placement, plan.candidates, loaded.state.nodes, plan.targets)
+        out += [paint(f"warning: {w}", "yellow") for w in said]
     return "\n".join(out)
 
 

@@ -13,6 +13,7 @@ from tabulate import tabulate
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.placement import Placement
 from kubectl_desched.plugins.nodeutilization import fmt_pct
 from kubectl_desched.quantity import format_resource
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
@@ -64,10 +65,10 @@ def plan_summary(plan: EvictionPlan) -> str:
     return "; ".join(parts)
 
 
-def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
+def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placement | None = None) -> str:
     headers = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
     if wide:
-        headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"]
+        headers[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"] + (["DESTINATION"] if placement else [])
     rows = []
     marks: dict[str, tuple[int, list[str]]] = {}  # warning text -> its number and the pods it is about
     for c in plan.candidates:
@@ -80,17 +81,25 @@ def candidates_table(plan: EvictionPlan, wide: bool = False) -> str:
         row = [p.namespace, p.name, p.node_name, c.plugin, reason]
         if wide:
             row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
+            if placement:
+                d = placement.of(c)
+                row.insert(8, d.text if d else "")
         rows.append(row)
     table = tabulate(rows, headers=headers, tablefmt="plain")
     notes = [f"  [{number}] {', '.join(pods)}: {w}" for w, (number, pods) in marks.items()]
     return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
 
 
-def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]:
+def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | None = None) -> list[dict[str, Any]]:
+    """With a placement estimate, "after" on requests also counts the replacements that would land."""
     state = plan.state
     moving: dict[str, int] = {}
+    landing: dict[str, int] = {}
     for c in plan.candidates:
         moving[c.pod.node_name] = moving.get(c.pod.node_name, 0) + 1
+        d = placement.of(c) if placement else None
+        if d is not None and d.node is not None:
+            landing[d.node] = landing.get(d.node, 0) + 1
     out = []
     for n in nodes:
         reports = plan.node_reports.get(n.name, [])
@@ -100,6 +109,7 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]
             "detail": {r.plugin: r.detail for r in reports},
             "schedulable": not n.unschedulable,
             "evictions": moving.get(n.name, 0),
+            "landing": landing.get(n.name, 0),  # replacements the placement estimate puts here
             # Still counted in `now` and `after` until they are gone, as upstream counts them.
             "terminating": sum(p.terminating and not p.is_terminal for p in state.all_pods_on_node(n.name)),
         }
@@ -109,7 +119,8 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node]) -> list[dict[str, Any]]
             row["now"] = {r: round(measured.now.get(r, 0.0), 2) for r in RESOURCES}
             row["after"] = {r: round(measured.after.get(r, 0.0), 2) for r in RESOURCES}
         else:
-            before, after = state.requested_before(n.name), state.requested(n.name)
+            before = state.requested_before(n.name)
+            after = placement.used.get(n.name, {}) if placement else state.requested(n.name)
             row["basis"] = "requests"
             row["now"] = {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES}
             row["after"] = {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES}
@@ -121,7 +132,8 @@ def nodes_heading(rows: list[dict[str, Any]]) -> str:
     """What the percentages are: requests, or what a plugin measured (rows marked * where both appear)."""
     bases = sorted({r["basis"] for r in rows})
     if bases == ["requests"] or not bases:
-        return "Nodes (requests as % of allocatable, now -> after the evictions):"
+        moves = " and the estimated landings" if any(r.get("landing") for r in rows) else ""
+        return f"Nodes (requests as % of allocatable, now -> after the evictions{moves}):"
     measured = [b for b in bases if b != "requests"]
     text = f"Nodes ({' / '.join(measured)} as % of allocatable, now -> after the evictions"
     return text + ("; * marks nodes shown by requests):" if "requests" in bases else "):")
@@ -137,7 +149,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
     shown, hidden = [], 0
     for r in rows:
         classes = sorted(set(r["class"].values()))
-        interesting = r["evictions"] or r.get("terminating") or any(c != "appropriately utilized" for c in classes)
+        interesting = r["evictions"] or r.get("landing") or r.get("terminating") or \
+            any(c != "appropriately utilized" for c in classes)
         if not (all_nodes or interesting):
             hidden += 1
             continue
@@ -147,25 +160,30 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
         for res in RESOURCES:
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
             cells.append(now if now == after else f"{now} -> {after}")
-        cells.append(r["evictions"] or "")
-        cells.append(r.get("terminating") or "")
+        cells += [r["evictions"] or "", r.get("landing") or "", r.get("terminating") or ""]
         shown.append(cells)
-    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "TERMINATING"]
-    if not any(row[-1] for row in shown):  # the column only when it says something
-        headers.pop()
-        for row in shown:
-            row.pop()
+    headers = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
+    for col in (7, 6):  # LAND and TERMINATING only when they say something
+        if not any(row[col] for row in shown):
+            headers.pop(col)
+            for row in shown:
+                row.pop(col)
     return tabulate(shown, headers=headers, tablefmt="plain"), hidden
 
 
-def candidate_doc(c: Candidate) -> dict[str, Any]:
+def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:
     p = c.pod
-    return {
+    d = placement.of(c) if placement else None
+    where = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
+                                                  "tiedWith": list(d.tied), "recreated": d.recreated}}
+    doc = {
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
         "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "owner": _owner(p),
         "priority": p.priority, "qos": p.qos,
         "requests": {k: format_resource(k, v) for k, v in p.requests.items()},
     }
+    doc.update(where)  # after the rest: the estimate comes last
+    return doc
 
 
 def result_doc(r: EvictionResult) -> dict[str, Any]:
@@ -176,10 +194,10 @@ def result_doc(r: EvictionResult) -> dict[str, Any]:
 
 
 def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
-             results: list[EvictionResult] | None = None) -> dict[str, Any]:
+             results: list[EvictionResult] | None = None, placement: Placement | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = dict(meta)
-    doc["candidates"] = [candidate_doc(c) for c in plan.candidates]
-    doc["nodes"] = node_rows(plan, nodes)
+    doc["candidates"] = [candidate_doc(c, placement) for c in plan.candidates]
+    doc["nodes"] = node_rows(plan, nodes, placement)
     doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
     doc["errors"] = list(plan.errors)
     if results is not None:

@@ -74,6 +74,9 @@ class EvictionPlan:
         self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
         self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
         self.usage_reports: dict[str, UsageReport] = {}  # the first plugin to measure a node wins
+        # Percent-of-allocatable request limits a Balance plugin moves pods under (LowNodeUtilization's target
+        # thresholds), so the placement estimate can say when a destination would end up over them.
+        self.targets: dict[str, dict[str, float]] = {}
         self.messages: list[tuple[str, str]] = []  # (plugin, text)
         self.errors: list[str] = []
         self.evictors: list[ProfileEvictor] = []
@@ -230,6 +233,9 @@ class PluginHandle:
 
     def report_usage(self, node: str, basis: str, now: dict[str, float], after: dict[str, float]) -> None:
         self._plan.usage_reports.setdefault(node, UsageReport(self._plugin, basis, now, after))
+
+    def report_targets(self, percent: dict[str, float]) -> None:
+        self._plan.targets[self._plugin] = dict(percent)
 
     def info(self, text: str) -> None:
         self._plan.messages.append((self._plugin, text))

@@ -58,6 +58,11 @@ class Handle(Protocol):
         of allocatable per resource), when that is not the pods' requests (shown in the nodes table)."""
         ...
 
+    def report_targets(self, percent: dict[str, float]) -> None:
+        """The request limits (percent of allocatable per resource) this plugin moves pods under: the placement
+        estimate warns when a destination would end up above them."""
+        ...
+
     def info(self, text: str) -> None:
         """Say something about the run as a whole, e.g. why nothing needs to move."""
         ...

@@ -163,6 +163,8 @@ class LowNodeUtilization(BalancePlugin):
             high = {r: nu.clamp(avg[r] + args.target_thresholds[r]) for r in avg}
         else:
             low, high = dict(args.thresholds), dict(args.target_thresholds)
+        if not args.actual_usage:  # requests: the basis the placement estimate works in
+            handle.report_targets(high)
 
         under: list[Node] = []
         over: list[Node] = []

@@ -1,11 +1,9 @@
 """The plan's node columns against where the real scheduler put the replacements (tests on SimCluster).
 
-What the plan promises today: a node's "after" is its requests minus the pods the plan evicts from it. It says
-nothing about where the replacements go; a destination's "after" equals its "now" (issue 12 adds a placement
-estimate). So on a real cluster, once the replacements run, a node's actual requests are its planned "after" plus
-the requests of the replacements the scheduler bound there. ``compare`` lines the numbers up per node and resource;
-``render`` prints them, so a test log shows how far the plan is from reality and the placement estimate can later
-be judged on the same table.
+A node's "after" in the plan is its requests minus the pods the plan evicts from it, plus the replacements the
+placement estimate lands there (kubectl_desched/placement.py). ``compare`` lines the plan's numbers up with the
+cluster's per node and resource once the real scheduler has placed the replacements; ``render`` prints them, so a
+test log shows how far the estimate is from reality.
 
 Utilization is computed here from the pods themselves (container requests over allocatable, in %), independently
 of the tool's own arithmetic.

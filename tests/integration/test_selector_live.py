@@ -36,6 +36,7 @@ def test_selector_chooses_by_key_and_evicts_exactly_that(cluster: Any, namespace
     screen.wait_for(f"node {namespace}-hot-a  (0/3 chosen)")
     screen.keys("jjj")  # to hot-b's candidate: the detail pane follows the cursor
     screen.wait_for(f"pod        {namespace}/hot-b-web-0")
+    screen.wait_for("lands on   ")  # the placement estimate, in the detail pane
     screen.keys("k ")  # back to hot-a's last candidate and choose it again
     screen.wait_for(f"node {namespace}-hot-a  (1/3 chosen)")
     screen.keys("\r")

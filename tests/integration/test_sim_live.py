@@ -115,7 +115,10 @@ def test_balance_with_budgets_replaces_reschedules_and_converges(sim: SimCluster
     budgets = {p: sim.pdb(ns, p)["status"]["disruptionsAllowed"] for p in ("web", "db")}
     assert budgets == {"web": 1, "db": 1}  # computed by the disruption controller, not written by the test
 
-    plan = as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json"))
+    # --no-respect-pdbs: every move is planned at once and the budgets pace the run (429s retried until the
+    # controller sees the previous replacement Ready). By default the plan stops at each budget (one pod each).
+    assert len(as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json"))["candidates"]) == 2
+    plan = as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json", "--no-respect-pdbs"))
     planned = {c["pod"]: c["node"] for c in plan["candidates"]}
     # 9 cpu on three 4-cpu nodes: over 50% wherever the scheduler put them; 4 cpu of headroom on the new nodes
     assert 3 <= len(planned) <= 4 and set(planned.values()) <= set(old)
@@ -127,7 +130,8 @@ def test_balance_with_budgets_replaces_reschedules_and_converges(sim: SimCluster
 
     began = time.monotonic()
     with budget_watch(sim, ns, {"web": 5, "db": 2}) as lowest:
-        proc = desched(kc, "balance", *_scope(ns), "--yes", "-o", "json", "--timeout", "2m", timeout=300)
+        proc = desched(kc, "balance", *_scope(ns), "--yes", "-o", "json", "--timeout", "2m", "--no-respect-pdbs",
+                       timeout=300)
         doc = as_json(proc)
         assert proc.returncode == 0, proc.stderr
         sim.wait_workloads_ready(ns, timeout=120)
@@ -148,14 +152,22 @@ def test_balance_with_budgets_replaces_reschedules_and_converges(sim: SimCluster
         attempts = {e["pod"]: e["attempts"] for e in doc["evictions"]}
         sys.stdout.write(f"\nplan vs real scheduler ({took:.0f}s to evict and settle; eviction requests per pod "
                          f"{attempts}):\n{render(rows, moved_to)}\n")
-    # The plan's promise: each node's "after" is what remains once its evicted pods are gone. So the actual
-    # requests are "after" plus the replacements the scheduler bound there, exactly.
-    per_replacement = 100.0 / 4  # 1 cpu of 4
-    for r in rows:
-        if r.resource == "cpu":
-            assert r.error == pytest.approx(moved_to.get(r.node, 0) * per_replacement, abs=0.01), r
+    # The plan's "after" counts the replacements where the placement estimate lands them. The real scheduler
+    # picks at random among equally scored nodes (d and e are twins), so the estimate is checked within the tie:
+    # the same number of nodes receive the same numbers of replacements, the nodes that only lose pods end
+    # exactly at "after", and the rest differ by whole replacements (1 cpu of 4) that add up to nothing.
+    landing = {n["name"]: n["landing"] for n in plan["nodes"]}
+    assert sorted(v for v in landing.values() if v) == sorted(moved_to.values())
+    assert all(c["destination"]["estimate"] and c["destination"]["node"] in landing for c in plan["candidates"])
+    per_replacement = 100.0 / 4
+    cpu = [r for r in rows if r.resource == "cpu"]
+    for r in cpu:
+        if not landing.get(r.node) and not moved_to.get(r.node):
+            assert r.error == pytest.approx(0, abs=0.01), r
+        assert r.error / per_replacement == pytest.approx(round(r.error / per_replacement), abs=0.01), r
+    assert sum(r.error for r in cpu) == pytest.approx(0, abs=0.01)
 
-    second = as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json"))
+    second = as_json(desched(kc, "balance", *_scope(ns), "--dry-run=client", "-o", "json", "--no-respect-pdbs"))
     # Converging: fewer moves left (none, as the scheduler places them today: the new nodes are no longer
     # under-utilized) and the nodes closer together.
     assert len(second["candidates"]) < len(planned)

@@ -1,0 +1,489 @@
+"""Where the evicted pods' replacements would land: an estimate of kube-scheduler's default profile, run after the
+plan. Every evicted pod counts as gone; each replacement (the same pod spec, unbound) is placed in eviction order,
+counting the ones placed before it. Filters: node readiness and unschedulable, nodeSelector and required node
+affinity, NoSchedule/NoExecute taints, requests against what is free, pod count, required inter-pod affinity and
+anti-affinity (both ways) and topology spread with DoNotSchedule. Scores: NodeResourcesFit's LeastAllocated and
+NodeResourcesBalancedAllocation over cpu and memory, weight 1 each, as the default profile weighs them. The other
+scoring plugins are not modelled (README: "Where the pods will land")."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_desched.framework.plan import Candidate, workload_of
+from kubectl_desched.model import Node, Pod, Taint
+from kubectl_desched.scheduling import (
+    pod_matches_node_selector,
+    preferred_node_affinity_weight,
+    required_anti_affinity_terms,
+)
+from kubectl_desched.selectors import Matcher, label_selector
+from kubectl_desched.state import ClusterState
+
+MAX_SCORE = 100
+# Feasible nodes scored per replacement, the emptiest by requests first. kube-scheduler too scores a sample of a
+# large cluster (percentageOfNodesToScore: 10% of 5,000 nodes, never under 100).
+SCORE_LIMIT = 100
+# A plan this large is a cluster-wide reshuffle: fewer nodes scored per replacement keep the estimate to seconds.
+LARGE_PLAN, LARGE_PLAN_SCORE_LIMIT = 2000, 10
+# What the scheduler's scoring counts for a container that requests no cpu or memory (schedutil defaults).
+NONZERO_CPU = 0.1
+NONZERO_MEMORY = 200 * 1024 * 1024
+SCORED = ("cpu", "memory")
+UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what NodeUnschedulable checks
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A replacement's estimated node; node None with `why` when none (not recreated, or no node fits)."""
+
+    node: str | None
+    why: str = ""
+    tied: tuple[str, ...] = ()  # nodes with the same best score: kube-scheduler picks one of them at random
+    recreated: bool = True
+
+    @property
+    def text(self) -> str:
+        if self.node is not None:
+            return self.node
+        return "not recreated" if not self.recreated else "Pending"
+
+
+@dataclass
+class Placement:
+    destinations: dict[int, Destination] = field(default_factory=dict)  # id(candidate) -> where
+    used: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> requests after evictions and landings
+
+    def of(self, c: Candidate) -> Destination | None:
+        return self.destinations.get(id(c))
+
+
+@dataclass(slots=True)
+class _Resident:
+    """A pod as the estimate sees it: where it is (or would land) and what selects it."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    node: str
+    terminating: bool = False
+    anti: tuple[tuple[Matcher, str, tuple[str, ...]], ...] = ()  # its required anti-affinity: selector, key, ns
+
+
+def _nonzero(pod: Pod) -> dict[str, float]:
+    r = pod.requests
+    return {"cpu": r.get("cpu") or NONZERO_CPU, "memory": r.get("memory") or NONZERO_MEMORY}
+
+
+def _matcher(raw: Mapping[str, Any] | None) -> Matcher | None:
+    if raw is None:
+        return None
+    try:
+        return label_selector(raw)
+    except ValueError:
+        return None  # an invalid selector selects nothing, as the API server would not have admitted it anyway
+
+
+def _term_namespaces(pod: Pod, term: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(term.get("namespaces") or ()) or (pod.namespace,)
+
+
+def _static_key(pod: Pod) -> str:
+    """Pods with equal scheduling constraints share their statically feasible nodes (replicas of a workload)."""
+    na = (pod.affinity or {}).get("nodeAffinity")
+    tolerations = [(t.key, t.operator, t.value, t.effect) for t in pod.tolerations]
+    return json.dumps([sorted(pod.node_selector.items()), na, tolerations], sort_keys=True, default=str)
+
+
+class _Cluster:
+    def __init__(self, state: ClusterState, evicted: Iterable[Pod]) -> None:
+        self.nodes = [n for n in sorted(state.nodes.values(), key=lambda n: n.name)]
+        self.nodes_by_name = {n.name: n for n in self.nodes}
+        gone = {id(p) for p in evicted}
+        self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
+        self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
+        self.by_ns: dict[str, list[_Resident]] = defaultdict(list)
+        self.with_anti: list[_Resident] = []
+        self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
+        # Running pods per controller per node: what the default topology spread scoring counts.
+        self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+        for p in state.pods:
+            if id(p) in gone or p.is_terminal or not p.node_name or p.node_name not in self.used:
+                continue
+            self._add(p, p.node_name)
+        self._static: dict[str, tuple[list[Node], Counter[str], set[str]]] = {}
+        self._domains: dict[tuple[Any, ...], tuple[Matcher | None, Counter[str]]] = {}
+        self._others: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
+        self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str]]]] = defaultdict(list)  # by namespace
+        self._domain_values: dict[tuple[int, str], set[str]] = {}
+        self._eligible: dict[str, list[Node]] = {}
+        self._room = {n.name: self._free(n) for n in self.nodes}
+        self._order = sorted((-room, name) for name, room in self._room.items())
+
+    def _free(self, n: Node) -> float:
+        """How empty the node is for LeastAllocated: its free cpu and memory fractions, summed."""
+        total = 0.0
+        for r in SCORED:
+            cap = n.allocatable.get(r, 0.0)
+            total += (cap - self.nonzero[n.name][r]) / cap if cap > 0 else 0.0
+        return total
+
+    def emptiest(self) -> Iterator[str]:
+        return (name for _room, name in self._order)
+
+    def land(self, pod: Pod, node: str) -> None:
+        """A replacement lands: the node's usage and its place in the emptiest-first order change."""
+        self._add(pod, node)
+        labels = self.nodes_by_name[node].labels
+        for key, m, counts in self._domains_in.get(pod.namespace, ()):
+            value = labels.get(key)
+            if value is not None and m(pod.labels):
+                counts[value] += 1
+        old = (-self._room[node], node)
+        del self._order[bisect.bisect_left(self._order, old)]
+        self._room[node] = self._free(self.nodes_by_name[node])
+        bisect.insort(self._order, (-self._room[node], node))
+
+    def _add(self, pod: Pod, node: str) -> None:
+        used = self.used[node]
+        used["pods"] += 1
+        for k, v in pod.requests.items():
+            used[k] = used.get(k, 0.0) + v
+        for k, v in _nonzero(pod).items():
+            self.nonzero[node][k] += v
+        anti = []
+        for term in required_anti_affinity_terms(pod):
+            m = _matcher(term.get("labelSelector"))
+            if m is not None and term.get("topologyKey"):
+                anti.append((m, str(term["topologyKey"]), _term_namespaces(pod, term)))
+        w = workload_of(pod)
+        if w is not None and not pod.terminating:
+            self.owned[w][node] += 1
+        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, tuple(anti))
+        self.by_ns[pod.namespace].append(r)
+        if anti:
+            self.with_anti.append(r)
+            for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
+                self.anti_in[ns].append(r)
+
+    def domain_counts(self, raw: Mapping[str, Any], key: str, namespaces: tuple[str, ...],
+                      running_only: bool) -> Counter[str]:
+        """Pods matching a label selector in these namespaces, counted per value of the node label `key`: built
+        once per distinct term and kept current as replacements land (replicas share their terms)."""
+        ident = (json.dumps(raw, sort_keys=True, default=str), key, namespaces, running_only)
+        found = self._domains.get(ident)
+        if found is None:
+            m = _matcher(raw)
+            counts: Counter[str] = Counter()
+            if m is not None:
+                for ns in namespaces:
+                    for r in self.by_ns.get(ns, ()):
+                        value = self.nodes_by_name[r.node].labels.get(key)
+                        if value is not None and not (running_only and r.terminating) and m(r.labels):
+                            counts[value] += 1
+            found = self._domains[ident] = (m, counts)
+            if m is not None:
+                for ns in namespaces:
+                    self._domains_in[ns].append((key, m, counts))
+        return found[1]
+
+    def others_anti(self, pod: Pod) -> list[tuple[str, str]]:
+        """(key, value) domains where a pod already there refuses this one by its required anti-affinity."""
+        nearby = self.anti_in.get(pod.namespace, ())
+        ident = (pod.namespace, tuple(sorted(pod.labels.items())), len(nearby))
+        found = self._others.get(ident)
+        if found is None:
+            found = self._others[ident] = [
+                (key, value) for r in nearby for m, key, namespaces in r.anti
+                if pod.namespace in namespaces and (value := self.nodes_by_name[r.node].labels.get(key)) is not None
+                and m(pod.labels)]
+        return found
+
+    def allowed_by_affinity(self, pod: Pod) -> list[Node]:
+        """The nodes the pod's nodeSelector and required node affinity allow (what topology spread counts over)."""
+        ident = json.dumps([sorted(pod.node_selector.items()), (pod.affinity or {}).get("nodeAffinity")],
+                           sort_keys=True, default=str)
+        found = self._eligible.get(ident)
+        if found is None:
+            found = self._eligible[ident] = [n for n in self.nodes if pod_matches_node_selector(pod, n)]
+        return found
+
+    def domain_values(self, nodes: list[Node], key: str) -> set[str]:
+        """The values of a node label over a (cached, so long-lived) list of nodes."""
+        ident = (id(nodes), key)
+        found = self._domain_values.get(ident)
+        if found is None:
+            found = self._domain_values[ident] = {d for d in (n.labels.get(key) for n in nodes) if d is not None}
+        return found
+
+    def static_nodes(self, pod: Pod) -> tuple[list[Node], Counter[str], set[str]]:
+        """The nodes that pass the filters that depend on the node alone, and why the others do not."""
+        key = _static_key(pod)
+        found = self._static.get(key)
+        if found is None:
+            fit, refused = [], Counter[str]()
+            for n in self.nodes:
+                why = _static_refusal(pod, n)
+                if why is None:
+                    fit.append(n)
+                else:
+                    refused[why] += 1
+            found = self._static[key] = (fit, refused, {n.name for n in fit})
+        return found
+
+
+def _static_refusal(pod: Pod, n: Node) -> str | None:
+    if not n.ready:
+        return "not ready"
+    if n.unschedulable and not pod.tolerates(UNSCHEDULABLE):
+        return "unschedulable"
+    if not pod_matches_node_selector(pod, n):
+        return "node selector or affinity"
+    for t in n.taints:
+        if t.effect in ("NoSchedule", "NoExecute") and not pod.tolerates(t):
+            return f"taint {t.key}"
+    return None
+
+
+def _fits(pod: Pod, n: Node, used: Mapping[str, float]) -> str | None:
+    for k, want in pod.requests.items():
+        if want and want > n.allocatable.get(k, 0.0) - used.get(k, 0.0):
+            return f"insufficient {k}"
+    if used.get("pods", 0.0) + 1 > n.allocatable.get("pods", 0.0):
+        return "too many pods"
+    return None
+
+
+def _domain(n: Node, key: str) -> str | None:
+    return n.labels.get(key)
+
+
+class _AffinityCheck:
+    """Required inter-pod affinity and anti-affinity for one pod as topology domains (key, value), from the
+    cluster's kept counts: each node is then a few set lookups."""
+
+    def __init__(self, pod: Pod, cl: _Cluster) -> None:
+        aff = pod.affinity or {}
+        self.needed: list[tuple[str, set[str] | None]] = []  # key, the domains it may go to (None: anywhere)
+        for term in (aff.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+            raw, key = term.get("labelSelector"), str(term.get("topologyKey", ""))
+            m = _matcher(raw)
+            if m is None or raw is None:
+                self.needed.append((key, set()))
+                continue
+            counts = cl.domain_counts(raw, key, _term_namespaces(pod, term), running_only=False)
+            found = {d for d, k in counts.items() if k}
+            # The first pod of a group that matches its own term may go anywhere the key exists.
+            first = not found and m(pod.labels) and not any(
+                m(r.labels) for ns in _term_namespaces(pod, term) for r in cl.by_ns.get(ns, ()))
+            self.needed.append((key, None if first else found))
+        self.avoid: list[tuple[str, set[str], str]] = []  # key, domains refused, why
+        for term in required_anti_affinity_terms(pod):
+            raw, key = term.get("labelSelector"), str(term.get("topologyKey") or "")
+            if raw is None or not key:
+                continue
+            counts = cl.domain_counts(raw, key, _term_namespaces(pod, term), running_only=False)
+            self.avoid.append((key, {d for d, k in counts.items() if k}, "pod anti-affinity"))
+        for key, value in cl.others_anti(pod):
+            self.avoid.append((key, {value}, "another pod's anti-affinity"))
+
+    def refusal(self, n: Node) -> str | None:
+        for key, allowed in self.needed:
+            value = n.labels.get(key)
+            if value is None or (allowed is not None and value not in allowed):
+                return "pod affinity"
+        for key, refused, why in self.avoid:
+            if n.labels.get(key) in refused:
+                return why
+        return None
+
+
+def _own_anti(pod: Pod) -> list[tuple[Matcher, str, tuple[str, ...]]]:
+    out = []
+    for term in required_anti_affinity_terms(pod):
+        m = _matcher(term.get("labelSelector"))
+        if m is not None and term.get("topologyKey"):
+            out.append((m, str(term["topologyKey"]), _term_namespaces(pod, term)))
+    return out
+
+
+class _SpreadCheck:
+    """Topology spread constraints with DoNotSchedule for one pod: domains over the nodes its node affinity allows
+    (the default nodeAffinityPolicy Honor; taints ignored, nodeTaintsPolicy Ignore), running matching pods per
+    domain from the cluster's kept counts; then each node is a lookup."""
+
+    def __init__(self, pod: Pod, cl: _Cluster) -> None:
+        eligible = cl.allowed_by_affinity(pod)
+        self.rules: list[tuple[str, int, dict[str, int], int]] = []  # key, maxSkew, counts, the pod itself (0/1)
+        for c in pod.spread_constraints:
+            if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
+                continue
+            key = str(c.get("topologyKey", ""))
+            raw = dict(c.get("labelSelector") or {})
+            keys = c.get("matchLabelKeys") or ()
+            if keys:  # the incoming pod's values for these keys narrow the selector, as the scheduler does
+                labels = dict(raw.get("matchLabels") or {})
+                labels.update({k: pod.labels[k] for k in keys if k in pod.labels})
+                raw["matchLabels"] = labels
+            domains = cl.domain_values(eligible, key)
+            if c.get("labelSelector") is None:
+                counts = dict.fromkeys(domains, 0)
+                own = 0
+            else:
+                kept = cl.domain_counts(raw, key, (pod.namespace,), running_only=True)
+                counts = {d: kept[d] for d in domains}
+                m = _matcher(raw)
+                own = 1 if m is not None and m(pod.labels) else 0
+            self.rules.append((key, int(c.get("maxSkew") or 1), counts, own))
+
+    def refusal(self, n: Node) -> str | None:
+        for key, max_skew, counts, own in self.rules:
+            domain = n.labels.get(key)
+            if domain is None:
+                return f"topology spread ({key} missing)"
+            skew = counts.get(domain, 0) + own - min(counts.values(), default=0)
+            if skew > max_skew:
+                return f"topology spread {key} (skew {skew} > {max_skew})"
+        return None
+
+
+def _score(pod: Pod, n: Node, cl: _Cluster) -> int:
+    """LeastAllocated (requests with the scheduler's defaults for unset ones) plus BalancedAllocation (the requests
+    as set), each 0-100 in integers as kube-scheduler computes them, weight 1 each."""
+    alloc, nonzero, used, want = n.allocatable, cl.nonzero[n.name], cl.used[n.name], pod.requests
+    cpu_cap, mem_cap = alloc.get("cpu", 0.0), alloc.get("memory", 0.0)
+    cpu_nz = nonzero["cpu"] + (want.get("cpu") or NONZERO_CPU)
+    mem_nz = nonzero["memory"] + (want.get("memory") or NONZERO_MEMORY)
+    least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
+        (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
+    cpu_f = min((used.get("cpu", 0.0) + want.get("cpu", 0.0)) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+    mem_f = min((used.get("memory", 0.0) + want.get("memory", 0.0)) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+    return least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
+
+
+def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
+    """The modelled default score plugins summed with their weights: NodeResourcesFit and BalancedAllocation
+    (1 each), NodeAffinity's preferred terms (2) and PodTopologySpread's system default constraints (2)."""
+    out = {n.name: _score(pod, n, cl) for n in feasible}
+    preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible}
+    top = max(preferred.values(), default=0)
+    if top > 0:  # the framework's default normalization: highest 100
+        for name, v in preferred.items():
+            out[name] += 2 * (v * MAX_SCORE // top)
+    if not pod.spread_constraints:
+        for name, v in _default_spread(pod, feasible, cl).items():
+            out[name] += 2 * v
+    return out
+
+
+# kube-scheduler's system default spreading: ScheduleAnyway over hostname (maxSkew 3) and zone (maxSkew 5), counting
+# the pods its Service or controller selects; approximated here by the pods of the same controller.
+DEFAULT_SPREAD = (("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5))
+
+
+def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
+    w = workload_of(pod)
+    if w is None or not feasible:
+        return {}
+    on_node = cl.owned.get(w, Counter())
+    by_name = cl.nodes_by_name
+    raw: dict[str, float] = {}
+    for key, skew in DEFAULT_SPREAD:
+        domains = {n.labels[key] for n in feasible if key in n.labels}
+        if not domains:
+            continue
+        weight = math.log(len(domains) + 2)
+        count: Counter[str] = Counter()
+        for node, k in on_node.items():
+            d = by_name[node].labels.get(key) if node in by_name else None
+            if d is not None:
+                count[d] += k
+        for n in feasible:
+            if key in n.labels:
+                raw[n.name] = raw.get(n.name, 0.0) + count[n.labels[key]] * weight + (skew - 1)
+    if not raw:
+        return {}
+    rounded = {name: round(v) for name, v in raw.items()}
+    hi, lo = max(rounded.values()), min(rounded.values())
+    return {name: MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - rounded.get(name, hi)) // hi
+            for name in (n.name for n in feasible)}
+
+
+def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
+    """Each candidate's destination in eviction order, and every node's requests once all have landed."""
+    cl = _Cluster(state, (c.pod for c in candidates))
+    limit = SCORE_LIMIT if len(candidates) <= LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
+    by_name = cl.nodes_by_name
+    out = Placement()
+    for c in candidates:
+        pod = c.pod
+        owner = pod.controller
+        if owner is None or owner.kind == "DaemonSet":
+            why = "no controller recreates it" if owner is None else "its DaemonSet recreates it on its own node"
+            out.destinations[id(c)] = Destination(None, why, recreated=False)
+            continue
+        _static, static_refused, allowed = cl.static_nodes(pod)
+        refused = Counter(static_refused)
+        affinity = _AffinityCheck(pod, cl)
+        spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
+        feasible = []
+        for name in cl.emptiest():  # the emptiest first: past SCORE_LIMIT feasible nodes the rest cannot matter much
+            if name not in allowed:
+                continue
+            n = by_name[name]
+            why = _fits(pod, n, cl.used[name]) or affinity.refusal(n) or (spread.refusal(n) if spread else None)
+            if why:
+                refused[why] += 1
+                continue
+            feasible.append(n)
+            if len(feasible) >= limit:
+                break
+        scores = _scores(pod, feasible, cl)
+        top = max(scores.values(), default=-1)
+        best = [name for name, s in scores.items() if s == top]
+        if not best:
+            detail = ", ".join(f"{k}: {v}" for k, v in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])) if v)
+            out.destinations[id(c)] = Destination(None, f"no node fits ({detail or 'no nodes'})")
+            continue
+        node = best[0]  # kube-scheduler picks among the best at random; the first by name here
+        out.destinations[id(c)] = Destination(node, f"score {top}", tuple(best))
+        cl.land(pod, node)
+    out.used = cl.used
+    return out
+
+
+def warnings(placement: Placement, candidates: Sequence[Candidate], nodes: Mapping[str, Node],
+             targets: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Before the prompt: replacements no node can take, and destinations that would end up over a plugin's
+    target thresholds (the next run would move pods off them again)."""
+    out = []
+    landed: dict[str, int] = Counter()
+    for c in candidates:
+        d = placement.of(c)
+        if d is None:
+            continue
+        if d.node is None and d.recreated:
+            out.append(f"{c.pod.key} would stay Pending: {d.why}")
+        elif d.node is not None:
+            landed[d.node] += 1
+            if d.node == c.pod.node_name:
+                out.append(f"{c.pod.key} would likely land back on its own node {d.node}: the move may change "
+                           "nothing there")
+    for name in sorted(landed):
+        node, used = nodes[name], placement.used.get(name, {})
+        for plugin, limits in sorted(targets.items()):
+            over = [f"{r} {_pct(used.get(r, 0.0), node, r)}% > {v:g}%" for r, v in limits.items()
+                    if node.allocatable.get(r) and used.get(r, 0.0) / node.allocatable[r] * 100 > v]
+            if over:
+                out.append(f"node {name} would be over {plugin}'s targets after {landed[name]} replacement(s) "
+                           f"land there: {', '.join(over)}")
+    return out
+
+
+def _pct(v: float, n: Node, r: str) -> str:
+    return f"{round(v / n.allocatable[r] * 100, 1):g}"

@@ -1,0 +1,163 @@
+"""The placement estimate against hand-computed cases: each filter, the two default scores, ties, order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.model import node_from_json, pod_from_json
+from kubectl_desched.placement import estimate
+from kubectl_desched.state import ClusterState
+from tests import builders as b
+
+
+def setup(objs: list[dict[str, Any]], moving: list[str]) -> tuple[ClusterState, list[Candidate]]:
+    nodes = [node_from_json(o) for o in objs if o["kind"] == "Node"]
+    pods = [pod_from_json(o) for o in objs if o["kind"] == "Pod"]
+    state = ClusterState(nodes, pods)
+    by_name = {p.name: p for p in pods}
+    return state, [Candidate(by_name[n], "LowNodeUtilization", "test", "p") for n in moving]
+
+
+def where(objs: list[dict[str, Any]], moving: list[str]) -> list[tuple[str | None, tuple[str, ...]]]:
+    state, cands = setup(objs, moving)
+    placed = estimate(state, cands)
+    return [(placed.of(c).node, placed.of(c).tied) for c in cands]  # type: ignore[union-attr]
+
+
+def pod(name: str, node: str, cpu: str = "1", memory: str = "1Gi", **kw: Any) -> dict[str, Any]:
+    return b.pod(name, node, cpu=cpu, memory=memory, **kw)
+
+
+def test_the_scores_prefer_the_emptier_better_balanced_node() -> None:
+    # b after landing: LeastAllocated cpu (4-2)*100/4=50, memory (8-2)*100/8=75 -> 62; Balanced |0.5-0.25|/2
+    # -> 87: 149. a: cpu 25, memory 62 -> 43; |0.75-0.375|/2 -> 81: 124. The source node src is full.
+    objs = [b.node("a"), b.node("b"), b.node("src", cpu="2"),
+            pod("a1", "a"), pod("a2", "a"), pod("b1", "b"), pod("mover", "src", cpu="1"), pod("stay", "src", cpu="1")]
+    assert where(objs, ["mover"]) == [("b", ("b",))]
+
+
+def test_equal_nodes_tie_and_the_first_by_name_is_shown() -> None:
+    objs = [b.node("x2"), b.node("x1"), b.node("src", cpu="1"), pod("mover", "src", cpu="1")]
+    assert where(objs, ["mover"]) == [("x1", ("x1", "x2"))]  # src, free again, scores 0 on cpu: 1 of 1 used
+
+
+def test_each_replacement_counts_the_ones_placed_before() -> None:
+    objs = [b.node("a", cpu="3"), b.node("b", cpu="3"), b.node("src", cpu="4", labels={"role": "busy"}),
+            pod("m1", "src", cpu="2"), pod("m2", "src", cpu="2"),
+            *(pod(f"pin{i}", "src", cpu="0", memory="7Gi") for i in range(1))]  # src's memory is taken
+    first, second = where(objs, ["m1", "m2"])
+    assert first[0] == "a" and second[0] == "b"  # a has 1 cpu left after m1
+
+
+def test_filters_taints_selector_unschedulable_readiness_and_room() -> None:
+    objs = [b.node("tainted", taints=[b.taint("gpu")]), b.node("cordoned", unschedulable=True),
+            b.node("down", ready=False), b.node("small", cpu="1"), b.node("zone-b", labels={"zone": "b"}),
+            b.node("good", labels={"zone": "a"}), b.node("src", cpu="2"),
+            pod("mover", "src", cpu="2", nodeSelector={"zone": "a"})]
+    assert where(objs, ["mover"])[0][0] == "good"
+    state, cands = setup([*objs[:-2], b.node("src", cpu="2"), pod("mover", "src", cpu="2")], ["mover"])
+    dest = estimate(state, cands).of(cands[0])
+    assert dest is not None and dest.node is not None
+    assert dest.node not in ("tainted", "cordoned", "down", "small")
+
+
+def test_no_node_fits_is_pending_with_the_reasons_counted() -> None:
+    objs = [b.node("full", cpu="1"), b.node("src", cpu="8"), pod("filler", "full", cpu="1"),
+            pod("mover", "src", cpu="8"), pod("other", "src", cpu="0", memory="7680Mi")]
+    state, cands = setup(objs, ["mover"])
+    dest = estimate(state, cands).of(cands[0])
+    assert dest is not None and dest.node is None and dest.text == "Pending"
+    assert dest.why == "no node fits (insufficient cpu: 1, insufficient memory: 1)"
+
+
+def test_bare_and_daemonset_pods_are_not_recreated() -> None:
+    objs = [b.node("a"), b.node("src"), pod("bare", "src", owner=None), pod("ds", "src", owner="DaemonSet")]
+    state, cands = setup(objs, ["bare", "ds"])
+    placed = estimate(state, cands)
+    bare, ds = (placed.of(c) for c in cands)
+    assert bare is not None and (bare.node, bare.recreated, bare.text) == (None, False, "not recreated")
+    assert ds is not None and ds.why == "its DaemonSet recreates it on its own node"
+
+
+def test_required_anti_affinity_both_ways_and_affinity() -> None:
+    anti = b.pod_anti_affinity({"app": "web"})
+    objs = [b.node("a"), b.node("b"), b.node("src", cpu="1"), pod("web-a", "a", cpu="0", labels={"app": "web"}),
+            pod("mover", "src", labels={"app": "web"}, affinity=anti)]
+    assert where(objs, ["mover"])[0][0] == "b"  # a has a web pod
+    guard = pod("guard", "b", cpu="0", labels={"app": "db"}, affinity=b.pod_anti_affinity({"app": "web"}))
+    objs = [b.node("a"), b.node("b"), b.node("src", cpu="1"), guard, pod("mover", "src", labels={"app": "web"})]
+    assert where(objs, ["mover"])[0][0] in ("a", "src")  # b's guard refuses web pods next to it
+    with_db = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    objs = [b.node("a"), b.node("b"), b.node("src", cpu="1"), pod("db", "b", cpu="0", labels={"app": "db"}),
+            pod("mover", "src", affinity=with_db)]
+    assert where(objs, ["mover"])[0][0] == "b"
+
+
+def test_topology_spread_do_not_schedule() -> None:
+    zone = "topology.kubernetes.io/zone"
+    objs = [b.node("a1", cpu="16", labels={zone: "a"}), b.node("b1", labels={zone: "b"}),
+            b.node("src", cpu="1", labels={zone: "c"}),
+            pod("w1", "b1", cpu="0", labels={"app": "w"}), pod("w2", "b1", cpu="0", labels={"app": "w"}),
+            pod("w3", "a1", cpu="0", labels={"app": "w"}),
+            pod("mover", "src", labels={"app": "w"}, topologySpreadConstraints=[b.spread(1, zone, {"app": "w"})])]
+    # Zones after the eviction: a 1, b 2, c 0. Landing in b gives skew 3-0 = 3, in a 2-0 = 2: only c (src) fits.
+    assert where(objs, ["mover"])[0][0] == "src"
+
+
+def test_default_spreading_keeps_replicas_apart() -> None:
+    """kube-scheduler's system default spreading (weight 2): x1 holds two replicas of the mover's ReplicaSet
+    (hostname raw 2*ln(4)+2 = 5 against x2's 2: normalized 40 and 100), which outweighs x1's lighter load."""
+    def objs(owner: str) -> list[dict[str, Any]]:
+        return [b.node("x1"), b.node("x2"), b.node("src", cpu="1"),
+                pod("r1", "x1", cpu="100m", memory="128Mi", owner_name=owner),
+                pod("r2", "x1", cpu="100m", memory="128Mi", owner_name=owner),
+                pod("other", "x2", cpu="300m", memory="128Mi", owner_name="other"),
+                pod("mover", "src", cpu="1", memory="128Mi", owner_name="web")]
+    assert where(objs("web"), ["mover"])[0][0] == "x2"
+    assert where(objs("unrelated"), ["mover"])[0][0] == "x1"  # the control: resources alone prefer x1
+
+
+def test_preferred_node_affinity_counts() -> None:
+    prefer = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}
+    objs = [b.node("a"), b.node("b", labels={"disk": "ssd"}), b.node("src", cpu="1"),
+            pod("busy", "b", cpu="1"), pod("mover", "src", affinity=prefer)]
+    assert where(objs, ["mover"])[0][0] == "b"  # 2 x 100 for the preference beats a's emptier cpu
+
+
+def test_the_plan_shows_destinations_landings_and_warnings(tmp_path: Any, monkeypatch: Any) -> None:
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from kubectl_desched.cli import cli
+
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    doc = json.loads(CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "-o", "json"]).stdout)
+    dests = {c["pod"]: c["destination"] for c in doc["candidates"]}
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert all(d["estimate"] and d["node"] in nodes for d in dests.values())
+    assert sum(n["landing"] for n in nodes.values()) == len(dests)
+    assert nodes["worker-b2"]["after"]["cpu"] > nodes["worker-b2"]["now"]["cpu"]  # landings count in "after"
+    # Default spreading: the second api replica goes where no api pod is left (worker-a2, over its target again),
+    # and one cart pod back to its own node.
+    assert dests["api-xc7xngvtkb-785kq"]["node"] == "worker-a2"
+    assert dests["cart-6b4bjvt22f-kspwp"]["node"] == "worker-a1"
+    text = CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "-o", "wide", "--no-pager"]).stdout
+    assert "DESTINATION" in text and "LAND" in text
+    assert "warning: node worker-a2 would be over LowNodeUtilization's targets after 1 replacement(s)" in text
+    assert "warning: shop/cart-6b4bjvt22f-kspwp would likely land back on its own node worker-a1" in text
+
+
+def test_a_pod_no_node_can_take_is_warned_before_the_prompt() -> None:
+    from kubectl_desched.placement import warnings
+
+    objs = [b.node("full", cpu="1"), b.node("src", cpu="8"), pod("filler", "full", cpu="1"),
+            pod("mover", "src", cpu="8"), pod("other", "src", cpu="0", memory="7680Mi")]
+    state, cands = setup(objs, ["mover"])
+    said = warnings(estimate(state, cands), cands, state.nodes, {})
+    assert said == ["default/mover would stay Pending: no node fits (insufficient cpu: 1, insufficient memory: 1)"]
