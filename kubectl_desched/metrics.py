@@ -1,19 +1,18 @@
 """Actual usage, read from objects the cluster source already fetched: metrics.k8s.io NodeMetrics and
 PodMetrics (what metrics-server serves, upstream's KubernetesMetrics source) and Koordinator's NodeMetric
 (slo.koordinator.sh/v1alpha1, written by koordlet). Plugins never call the API; they ask for these kinds
-through `required_kinds` and read them here."""
+through `required_kinds` and read them here, as the model the source made of them (quantities already parsed
+and checked when read)."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.quantity import resource_value
+from kubectl_desched.model import NodeMetric, NodeMetrics, PodMetrics
 from kubectl_desched.state import ClusterState
 
 NODE_METRICS = "NodeMetrics"  # metrics.k8s.io/v1beta1, one per node
@@ -37,49 +36,19 @@ def require(state: ClusterState, kind: str, plugin: str) -> list[Any]:
     return state.extra[kind]
 
 
-@functools.lru_cache(maxsize=65536, typed=True)  # typed: False must not hit 0
-def _value(name: str, text: str | int | float) -> float:
-    return resource_value(name, text)  # metrics repeat the same few quantities across 100k pods
-
-
-def _usage(raw: Mapping[str, Any] | None, where: str) -> dict[str, float]:
-    try:
-        return {str(k): _value(str(k), v) for k, v in (raw or {}).items()}
-    except ValueError as e:
-        raise DeschedError(f"{where}: bad quantity: {e}") from None
-    except TypeError:  # unhashable: not a quantity at all
-        raise DeschedError(f"{where}: bad quantity: {raw!r}") from None
-
-
-def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or "", meta.get("name") or ""
-
-
 class KubernetesMetrics:
     """metrics-server's view: node cpu/memory usage, and each pod's usage summed over its containers."""
 
     def __init__(self, state: ClusterState, plugin: str) -> None:
-        self.nodes: dict[str, dict[str, float]] = {}
-        for obj in require(state, NODE_METRICS, plugin):
-            _, name = _name(obj)
-            self.nodes[name] = _usage(obj.get("usage"), f"NodeMetrics {name}")
-        # Only the pods that move need their usage: index the objects, parse on demand.
-        self._pods: dict[str, Mapping[str, Any]] = {}
-        for obj in require(state, POD_METRICS, plugin):
-            ns, name = _name(obj)
-            self._pods[f"{ns}/{name}"] = obj
+        node_metrics: list[NodeMetrics] = require(state, NODE_METRICS, plugin)
+        self.nodes: dict[str, dict[str, float]] = {m.name: dict(m.usage) for m in node_metrics}
+        pod_metrics: list[PodMetrics] = require(state, POD_METRICS, plugin)
+        self._pods: dict[str, PodMetrics] = {m.key: m for m in pod_metrics}
 
     def pod(self, key: str) -> dict[str, float] | None:
         """A pod's usage summed over its containers; None without PodMetrics."""
-        obj = self._pods.get(key)
-        if obj is None:
-            return None
-        total: dict[str, float] = {}
-        for c in obj.get("containers") or ():
-            for r, v in _usage(c.get("usage"), f"PodMetrics {key}").items():
-                total[r] = total.get(r, 0.0) + v
-        return total
+        found = self._pods.get(key)
+        return dict(found.usage) if found is not None else None
 
 
 @dataclass
@@ -94,19 +63,12 @@ class NodeMetricView:
 
 def koordinator_node_metrics(state: ClusterState, plugin: str) -> dict[str, NodeMetricView]:
     out: dict[str, NodeMetricView] = {}
-    for obj in require(state, KOORD_NODE_METRIC, plugin):
-        _, name = _name(obj)
-        status = obj.get("status") or {}
-        where = f"NodeMetric {name}"
+    metrics: list[NodeMetric] = require(state, KOORD_NODE_METRIC, plugin)
+    for m in metrics:
         try:
-            updated = parse_time(status["updateTime"]) if status.get("updateTime") else None
-        except ValueError:
-            raise DeschedError(f"{where}: bad status.updateTime {status.get('updateTime')!r}") from None
-        node_metric = status.get("nodeMetric")
-        view = NodeMetricView(updated, node_metric is not None)
-        view.system = _usage(((node_metric or {}).get("systemUsage") or {}).get("resources"), where)
-        for pm in status.get("podsMetric") or ():
-            key = f"{pm.get('namespace') or ''}/{pm.get('name') or ''}"
-            view.pods[key] = _usage((pm.get("podUsage") or {}).get("resources"), f"{where} pod {key}")
-        out[name] = view
+            updated = parse_time(m.update_time) if m.update_time else None
+        except ValueError:  # a day past its month's end passes the timestamp's pattern
+            raise DeschedError(f"NodeMetric {m.name}: bad status.updateTime {m.update_time!r}") from None
+        out[m.name] = NodeMetricView(updated, m.has_node_metric, dict(m.system),
+                                     {key: dict(usage) for key, usage in m.pods.items()})
     return out

@@ -1,12 +1,14 @@
-"""Lean, read-only views of Nodes, Pods and PodDisruptionBudgets.
+"""Lean, read-only Nodes, Pods, PodDisruptionBudgets and the other kinds plugins read, as msgspec Structs.
 
-Objects are built once from raw API JSON and keep only what plugins, filters and rendering need:
-at 150,000 pods the kubernetes client's model classes (and the raw dicts) cost minutes and gigabytes.
+Objects are decoded from the API's JSON into the typed shapes of wire.py, which hold only what plugins, filters,
+explain and rendering read (everything else is skipped by the decoder without being built), and finished here
+into the model: derived values (effective requests, QoS, local storage) computed once, values many pods share
+pooled, names checked as the API server checks them. The fast way is kube/decode.py's, from the bytes of a LIST
+page or a snapshot file; `*_from_json` read one already-parsed object (YAML snapshots, tests) into the same types.
 
-Every field read is validated as it is read (shapes.py has the rules): a wrong type or a value the API server
-would refuse is a ParseError naming the object and the field path. For pods, which there may be 150,000 of, the
-checks are inlined, and values many pods share (labels, tolerations, affinity) are checked once, when first pooled;
-anything the inline checks miss fails while building and is then located by the full schema.
+Every field read is validated (shapes.py has the rules): a wrong type or a value the API server would refuse is a
+ParseError naming the object and the field path. The typed decode checks what types can; an object it refuses,
+or that fails here, is read again from its parsed JSON, where the full schema says what and where.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ import gc
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-from kubectl_desched import shapes
+import msgspec
+from msgspec import Struct, field
+
+from kubectl_desched import shapes, wire
 from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.quantity import resource_value
 from kubectl_desched.safeload import short
 from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.shapes import Invalid, not_a
+from kubectl_desched.shapes import Invalid
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 DEFAULT_SCHEDULER = "default-scheduler"  # what the API server writes when spec.schedulerName is empty
@@ -32,8 +36,7 @@ _intern = sys.intern
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
-@dataclass(frozen=True, slots=True)
-class Taint:
+class Taint(Struct, frozen=True, gc=False):
     key: str
     value: str
     effect: str
@@ -42,8 +45,7 @@ class Taint:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-@dataclass(frozen=True, slots=True)
-class Toleration:
+class Toleration(Struct, frozen=True, gc=False):
     key: str
     operator: str
     value: str
@@ -58,16 +60,14 @@ class Toleration:
         return self.key == taint.key and self.value == taint.value
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerRef:
+class OwnerRef(Struct, frozen=True, gc=False):
     kind: str
     name: str
     uid: str
     controller: bool
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerStatus:
+class ContainerStatus(Struct, frozen=True, gc=False):
     name: str
     restarts: int
     waiting_reason: str
@@ -76,17 +76,10 @@ class ContainerStatus:
     init: bool
 
 
-class PodCondition(NamedTuple):
-    """One status.conditions entry; a tuple, so it indexes as the former (type, status, reason) did."""
-
-    type: str
-    status: str
-    reason: str
-    last_transition: str  # lastTransitionTime as written, "" when unset
+PodCondition = wire.PodCondition  # type, status, reason, last_transition (lastTransitionTime as written)
 
 
-@dataclass(slots=True)
-class Node:
+class Node(Struct, kw_only=True, gc=False):
     name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
@@ -99,8 +92,7 @@ class Node:
         return all(pod.tolerates(t) for t in self.taints if t.effect in effects)
 
 
-@dataclass(slots=True, eq=False)
-class Pod:
+class Pod(Struct, kw_only=True, eq=False, gc=False):
     namespace: str
     name: str
     uid: str
@@ -150,8 +142,7 @@ class Pod:
         return any(t.tolerates(taint) for t in self.tolerations)
 
 
-@dataclass(slots=True)
-class PodDisruptionBudget:
+class PodDisruptionBudget(Struct, kw_only=True, gc=False):
     namespace: str
     name: str
     selector: Matcher
@@ -160,6 +151,58 @@ class PodDisruptionBudget:
 
     def covers(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and self.selector(pod.labels)
+
+
+# --- the other kinds, as far as plugins read them ---------------------------------------------------------------
+
+class Namespace(Struct, frozen=True, gc=False):
+    name: str
+    labels: Mapping[str, str]
+
+
+class PriorityClass(Struct, frozen=True, gc=False):
+    name: str
+    value: int
+
+
+class PersistentVolumeClaim(Struct, frozen=True, gc=False):
+    namespace: str
+    name: str
+    storage_class: str  # "" when unset
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class NodeMetrics(Struct, frozen=True, gc=False):
+    """metrics.k8s.io: a node's usage."""
+
+    name: str
+    usage: Mapping[str, float]
+
+
+class PodMetrics(Struct, frozen=True, gc=False):
+    """metrics.k8s.io: a pod's usage, summed over its containers."""
+
+    namespace: str
+    name: str
+    usage: Mapping[str, float]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class NodeMetric(Struct, frozen=True, gc=False):
+    """Koordinator's NodeMetric (slo.koordinator.sh/v1alpha1): when koordlet last reported, system usage and
+    per-pod usage ("ns/name" -> usage)."""
+
+    name: str
+    update_time: str  # as written, "" when unset
+    has_node_metric: bool
+    system: Mapping[str, float]
+    pods: Mapping[str, Mapping[str, float]]
 
 
 @contextlib.contextmanager
@@ -181,8 +224,8 @@ def cycle_collector_paused() -> Iterator[None]:
 class _Pool:
     """Equal values read from many pods (replicas' labels, tolerations, owners, affinity, requests) kept once:
     at 150,000 pods this more than halves the model's memory. Pooled values are shared between pods, which is
-    safe because the model is read-only. A value is validated when it enters the pool, so once per distinct
-    value; keys are made of the raw values (not converted ones), so an invalid value never hits a valid entry."""
+    safe because the model is read-only. Keys are made of the decoded values (typed, so `controller: true` and
+    `controller: 1` never meet), and what a value is made into is made once per distinct value."""
 
     def __init__(self, limit: int = 1 << 18) -> None:
         self.limit = limit
@@ -200,34 +243,9 @@ class _Pool:
             self._items[key] = value
         return value
 
-    def checked(self, key: Any, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
-        """The pooled value for key; on a miss `raw` is checked (Invalid) and kept, or what build(raw) makes."""
-        try:
-            found = self._items.get(key)
-            hashable = True
-        except TypeError:  # something in it is not a string or a number: the check says what, if anything
-            found, hashable = None, False
-        if found is not None:
-            return found
-        check(raw, path)
-        value = raw if build is None else build(raw)
-        if hashable and len(self._items) < self.limit:
-            self._items[key] = value
-        return value
-
-    def strings(self, raw: Any, path: str) -> Mapping[str, str]:
-        """A map of strings (labels, annotations, nodeSelector), pooled by its items."""
-        if raw is None:
-            return _EMPTY
-        if type(raw) is not dict:
-            raise _Wrong
-        if not raw:
-            return _EMPTY
-        return self.checked(("strings", *raw.items()), raw, shapes.string_map, path)
-
-    def nested(self, tag: str, raw: Any, check: shapes.Check, path: str, build: Any = None) -> Any:
-        """Nested JSON (affinity, spread constraints), pooled by its text."""
-        return self.checked((tag, repr(raw)), raw, check, path, build)
+    def find(self, key: Any) -> Any:
+        """The pooled value for a hashable key, or None."""
+        return self._items.get(key)
 
 
 _pool = _Pool()
@@ -240,33 +258,7 @@ class ParseError(ValueError):
 
 
 class _Wrong(ValueError):
-    """Found by a pod's inline checks, which do not spend time on paths: the schema then says where."""
-
-
-def _dict(raw: Any) -> Mapping[str, Any]:
-    """An optional object: null is empty."""
-    if type(raw) is dict:
-        return raw
-    if raw is None:
-        return _EMPTY
-    raise _Wrong
-
-
-def _list(raw: Any) -> list[Any] | tuple[()]:
-    if type(raw) is list:
-        return raw
-    if raw is None:
-        return ()
-    raise _Wrong
-
-
-def _str(raw: Any) -> str:
-    """An optional string: null is ""."""
-    if type(raw) is str:
-        return raw
-    if raw is None:
-        return ""
-    raise _Wrong
+    """Found while finishing an object the types let through; the full schema then says where."""
 
 
 def _name(kind: str, obj: Any) -> str:
@@ -283,23 +275,7 @@ def _name(kind: str, obj: Any) -> str:
     return f"{kind} {name}"
 
 
-def _failed(kind: str, obj: Any, schema: shapes.Check, error: Exception) -> ParseError:
-    """The error for an object that could not be read: the schema says where, else what failed."""
-    if not isinstance(obj, Mapping):
-        return ParseError(f"a {kind} must be an object, not {shapes.describe(obj)}")
-    problem = shapes.check_all(schema, obj)
-    if problem is None:
-        problem = str(error) if isinstance(error, Invalid) else \
-            f"malformed: {type(error).__name__}: {short(str(error)) or 'a field of the wrong type'}"
-    return ParseError(f"{_name(kind, obj)}: {problem}")
-
-
-def _required_name(kind: str, meta: Mapping[str, Any]) -> str:
-    name = meta.get("name")
-    if type(name) is not str:
-        if name is None:
-            raise ParseError(f"a {kind} without metadata.name")
-        raise Invalid("metadata.name", not_a("a string", name))
+def _required_name(kind: str, name: str) -> str:
     if not name:
         raise ParseError(f"a {kind} without metadata.name")
     if not _NAME.fullmatch(name) or len(name) > SUBDOMAIN_MAX:  # what the API server admits; nothing to print raw
@@ -319,49 +295,48 @@ def _checked(field: str, value: str, problem: Callable[[str], str | None]) -> st
         raise Invalid(field, why)
     if len(_seen_names) < 100_000:
         _seen_names.add(value)
-    return value
+    return _intern(value)
 
 
-def _resources(raw: Any) -> dict[str, float]:
+def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
     """A ResourceList: cpu in millicores, the rest in base units; finite and not negative, as the API stores."""
-    if raw is None:
+    if not raw:
         return {}
     out = {}
-    for k, v in _dict(raw).items():
-        value = resource_value(k, v)  # ValueError or TypeError: located by the schema
+    for k, v in raw.items():
+        value = resource_value(k, v)  # ValueError: located by the schema
         if not 0 <= value < _INF:  # NaN fails this too
             raise _Wrong
         out[_intern(k)] = value
     return out
 
 
-def node_from_json(obj: Mapping[str, Any]) -> Node:
-    """Nodes are few (5,000 at most): the whole schema is checked first."""
-    problem = shapes.check_all(shapes.NODE, obj) if isinstance(obj, Mapping) else None
-    try:
-        if problem is not None:
-            raise ParseError(f"{_name('Node', obj)}: {problem}")
-        meta = _dict(obj.get("metadata"))
-        name = _required_name("Node", meta)
-        spec = _dict(obj.get("spec"))
-        status = _dict(obj.get("status"))
-        allocatable = _resources(status.get("allocatable") or status.get("capacity"))
-        # As upstream: only a Ready condition that is not True makes a node not ready; a node without one counts.
-        ready = not any(c.get("type") == "Ready" and c.get("status") != "True" for c in status.get("conditions") or ())
-        return Node(
-            name=_intern(name),
-            labels=meta.get("labels") or {},
-            annotations=meta.get("annotations") or {},
-            taints=tuple(Taint(t["key"], t.get("value") or "", t["effect"]) for t in spec.get("taints") or ()),
-            unschedulable=bool(spec.get("unschedulable")),
-            ready=ready,
-            allocatable=allocatable,
-        )
-    except ParseError:
-        raise
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-        raise _failed("Node", obj, shapes.NODE, e) from None
+def _strings(raw: Mapping[str, str] | None) -> Mapping[str, str]:
+    """A map of strings (labels, annotations, nodeSelector), pooled by its items."""
+    if not raw:
+        return _EMPTY
+    return _pool.get(("strings", *raw.items()), raw)
 
+
+# --- Node --------------------------------------------------------------------------------------------------------
+
+def finish_node(w: wire.Node) -> Node:
+    meta, status = w.metadata, w.status
+    name = _required_name("Node", meta.name)
+    # As upstream: only a Ready condition that is not True makes a node not ready; a node without one counts.
+    ready = not any(c.type == "Ready" and c.status != "True" for c in status.conditions)
+    return Node(
+        name=_intern(name),
+        labels=meta.labels or {},
+        annotations=meta.annotations or {},
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in w.spec.taints),
+        unschedulable=w.spec.unschedulable,
+        ready=ready,
+        allocatable=_resources(status.allocatable or status.capacity),
+    )
+
+
+# --- Pod ---------------------------------------------------------------------------------------------------------
 
 def _add(into: dict[str, float], res: Mapping[str, float]) -> None:
     for k, v in res.items():
@@ -374,22 +349,25 @@ def _max(into: dict[str, float], res: Mapping[str, float]) -> None:
             into[k] = v
 
 
-def _requests(c: Any) -> dict[str, float]:
-    return _resources(_dict(_dict(c).get("resources")).get("requests"))
+def _requests(c: wire.Container) -> dict[str, float]:
+    return _resources(c.resources.requests) if c.resources is not None else {}
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
+def _spec_requests(spec: wire.PodSpec) -> dict[str, float]:
     """Effective requests as the scheduler counts them: containers (plus restartable init sidecars),
     or the largest init container if that is more, cpu/memory/hugepages replaced by the pod-level requests where
     set, plus pod overhead."""
+    containers = spec.containers
+    if len(containers) == 1 and not spec.init_containers and spec.resources is None and spec.overhead is None:
+        return _requests(containers[0])  # most pods
     total: dict[str, float] = {}
-    for c in _list(spec.get("containers")):
+    for c in containers:
         _add(total, _requests(c))
     sidecars: dict[str, float] = {}
     init_peak: dict[str, float] = {}
-    for c in _list(spec.get("initContainers")):
+    for c in spec.init_containers:
         req = _requests(c)
-        if c.get("restartPolicy") == "Always":
+        if c.restart_policy == "Always":
             _add(sidecars, req)
             _max(init_peak, sidecars)
         else:
@@ -398,22 +376,25 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
             _max(init_peak, step)
     _add(total, sidecars)
     _max(total, init_peak)
-    pod_level = spec.get("resources")
-    if pod_level is not None:  # PodLevelResources: the pod's own requests replace its containers' for these
-        for name, value in _requests({"resources": pod_level}).items():
+    if spec.resources is not None:  # PodLevelResources: the pod's own requests replace its containers' for these
+        for name, value in _resources(spec.resources.requests).items():
             if name in ("cpu", "memory") or name.startswith("hugepages-"):
                 total[name] = value
-    _add(total, _resources(spec.get("overhead")))
+    _add(total, _resources(spec.overhead))
     return total
 
 
-def _qos(spec: Mapping[str, Any]) -> str:
-    containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
+    """The effective requests of a pod spec given as parsed JSON."""
+    return _spec_requests(msgspec.convert(_without_nulls(spec), wire.PodSpec))
+
+
+def _qos(spec: wire.PodSpec) -> str:
     any_set = False
     guaranteed = True
-    for c in containers:
-        res = c.get("resources") or {}
-        req, lim = _resources(res.get("requests")), _resources(res.get("limits"))
+    for c in (*spec.containers, *spec.init_containers):
+        res = c.resources or _NO_RESOURCES
+        req, lim = _resources(res.requests), _resources(res.limits)
         # Only non-zero cpu and memory decide the class, as in the kubelet's ComputePodQOS.
         if any(q.get(r, 0) > 0 for q in (req, lim) for r in ("cpu", "memory")):
             any_set = True
@@ -425,242 +406,262 @@ def _qos(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-_QOS_CLASSES = frozenset(("Guaranteed", "Burstable", "BestEffort"))
+_NO_RESOURCES = wire.Resources()
 
 
-_INT32_MIN, _INT32_MAX = shapes.INT32
-
-
-def _count(raw: Any) -> int:
-    """An optional int32 that is not negative; null is 0."""
-    if type(raw) is int and 0 <= raw <= _INT32_MAX:
-        return raw
-    if raw is None:
-        return 0
-    raise _Wrong
-
-
-def _int32(raw: Any) -> int:
-    if type(raw) is int and _INT32_MIN <= raw <= _INT32_MAX:
-        return raw
-    if raw is None:
-        return 0
-    raise _Wrong
-
-
-def _statuses(raw: Any, init: bool) -> list[ContainerStatus]:
+def _statuses(raw: list[wire.ContainerStatus], init: bool) -> list[ContainerStatus]:
     out = []
-    for s in _list(raw):
-        state = s.get("state") or _EMPTY
-        waiting = state.get("waiting") or _EMPTY
-        term = state.get("terminated")
-        terminated = term is not None  # `terminated: {}` is still a terminated state, exit code 0
-        term = term or _EMPTY
-        name, restarts = s.get("name"), s.get("restartCount")
-        if type(name) is not str or type(restarts) is not int or not 0 <= restarts <= _INT32_MAX:
-            name, restarts = _str(name), _count(restarts)
+    for s in raw:
+        state = s.state
+        waiting = state.waiting if state is not None else None
+        term = state.terminated if state is not None else None
         status = ContainerStatus(
-            name=name,
-            restarts=restarts,
-            waiting_reason=_str(waiting.get("reason")),
-            terminated_reason=_str(term.get("reason")),
-            exit_code=_int32(term.get("exitCode")) if terminated else None,
+            name=s.name,
+            restarts=s.restart_count,
+            waiting_reason=waiting.reason if waiting is not None else "",
+            terminated_reason=term.reason if term is not None else "",
+            exit_code=term.exit_code if term is not None else None,  # `terminated: {}` is still terminated, code 0
             init=init,
         )
         out.append(_pool.get(status, status))
     return out
 
 
-_is_time = shapes.RFC3339.fullmatch
+def _tolerations(raw: tuple[wire.Toleration, ...]) -> tuple[Toleration, ...]:
+    return tuple(Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in raw)
 
 
-def _time(raw: Any) -> str:
-    """An optional RFC 3339 timestamp, kept as written; null is ""."""
-    if type(raw) is str and _is_time(raw):
-        return raw
-    if raw is None:
-        return ""
-    raise _Wrong
+def _owners(raw: tuple[wire.OwnerReference, ...]) -> tuple[OwnerRef, ...]:
+    return tuple(OwnerRef(_intern(o.kind), o.name, o.uid, o.controller) for o in raw)
 
 
-def _conditions(raw: Any) -> tuple[PodCondition, ...]:
-    out = []
-    for c in _list(raw):
-        kind, status, reason, since = c.get("type"), c.get("status"), c.get("reason"), c.get("lastTransitionTime")
-        if type(kind) is not str or type(status) is not str or (reason is not None and type(reason) is not str) or (
-                since is not None and not (type(since) is str and _is_time(since))):
-            raise _Wrong
-        out.append(PodCondition(_intern(kind), _intern(status), _intern(reason) if reason else "", since or ""))
-    return tuple(out)
+def _pooled(tag: str, raw: tuple[Any, ...], build: Callable[[Any], Any]) -> Any:
+    """Frozen wire Structs hash by value: equal owner lists or tolerations are built once."""
+    if not raw:
+        return ()
+    key = (tag, raw)
+    found = _pool.find(key)
+    return found if found is not None else _pool.get(key, build(raw))
 
 
-def _tolerations(raw: Any) -> tuple[Toleration, ...]:
-    return tuple(Toleration(t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "",
-                            t.get("effect") or "") for t in raw)
+_encode, _decode = msgspec.json.encode, msgspec.json.decode
 
 
-def _owners(raw: Any) -> tuple[OwnerRef, ...]:
-    return tuple(OwnerRef(_intern(o["kind"]), o["name"], o.get("uid") or "", bool(o.get("controller")))
-                 for o in raw)
+def _as_json(tag: str, typed: Any) -> Any:
+    """Affinity and spread constraints as the plugins read them, plain dicts and lists (fields left unset are
+    left out, as in the API's JSON), made once per distinct value."""
+    text = _encode(typed)
+    key = (tag, text)
+    found = _pool.find(key)
+    if found is None:
+        found = _decode(text)
+        found = _pool.get(key, tuple(found) if tag == "spread" else found)
+    return found
 
 
-def pod_from_json(obj: Mapping[str, Any]) -> Pod:
-    try:
-        return _pod(obj)
-    except ParseError:
-        raise
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-        raise _failed("Pod", obj, shapes.POD, e) from None
-
-
-def _pod(obj: Mapping[str, Any]) -> Pod:
-    meta = _dict(obj.get("metadata"))
-    name = _required_name("Pod", meta)
-    namespace = meta.get("namespace")
-    if type(namespace) is not str:
-        namespace = _str(namespace)
-    if namespace:
-        _checked("metadata.namespace", namespace, dns1123_label_problem)
-    spec = obj.get("spec")
-    if type(spec) is not dict:
+def finish_pod(w: wire.Pod) -> Pod:
+    meta, spec, status = w.metadata, w.spec, w.status
+    name = _required_name("Pod", meta.name)
+    namespace = meta.namespace
+    namespace = _checked("metadata.namespace", namespace, dns1123_label_problem) if namespace else "default"
+    containers = spec.containers
+    if not containers:
         raise _Wrong
-    status = _dict(obj.get("status"))
-    annotations = meta.get("annotations")
+    annotations = meta.annotations
     if annotations and any(k in annotations for k in _DROPPED_ANNOTATIONS):
-        shapes.string_map(annotations, "metadata.annotations")
         annotations = {k: v for k, v in annotations.items() if k not in _DROPPED_ANNOTATIONS}
-    local, pvcs, = [], []
-    for v in _list(spec.get("volumes")):
-        if "emptyDir" in _dict(v):
-            local.append(f"emptyDir {_str(v.get('name'))}")
-        elif "hostPath" in v:
-            local.append(f"hostPath {_str(v.get('name'))}")
-        elif "persistentVolumeClaim" in v:
-            pvcs.append(_str(_dict(v["persistentVolumeClaim"]).get("claimName")))
-    containers = spec.get("containers")
-    if type(containers) is not list or not containers:
-        raise _Wrong
-    requests = pod_requests(spec)
-    qos = status.get("qosClass")
-    if qos is None:
-        qos = _qos(spec)
-    elif qos not in _QOS_CLASSES:
-        raise _Wrong
-    statuses = _statuses(status.get("initContainerStatuses"), True) + _statuses(status.get("containerStatuses"), False)
-    raw_owners = meta.get("ownerReferences")
-    owners: tuple[OwnerRef, ...] = ()
-    if raw_owners is not None:
-        # True == 1 as a key: the type of the booleans is part of it, so an invalid `controller: 1` never hits
-        owners = _pool.checked(("owners", *((*o.items(), type(o.get("controller")), type(o.get("blockOwnerDeletion")))
-                                            for o in raw_owners)), raw_owners,
-                               shapes.OWNER_REFERENCES, "metadata.ownerReferences", _owners)
-    raw_tolerations = spec.get("tolerations")
-    tolerations: tuple[Toleration, ...] = ()
-    if raw_tolerations is not None:
-        tolerations = _pool.checked(("tolerations", *((*t.items(), type(t.get("tolerationSeconds")))
-                                                      for t in raw_tolerations)), raw_tolerations,
-                                    shapes.TOLERATIONS, "spec.tolerations", _tolerations)
-    images = tuple(c.get("image") for c in containers)
-    priority = spec.get("priority")
-    if priority is not None and not (type(priority) is int and _INT32_MIN <= priority <= _INT32_MAX):
-        raise _Wrong
-    affinity = spec.get("affinity")
+    local: list[str] = []
+    pvcs: list[str] = []
+    for v in spec.volumes:
+        if v.empty_dir is not None:
+            local.append(f"emptyDir {v.name}")
+        elif v.host_path is not None:
+            local.append(f"hostPath {v.name}")
+        elif v.persistent_volume_claim is not None:
+            pvcs.append(v.persistent_volume_claim.claim_name)
+    requests = _spec_requests(spec)
+    qos = status.qos_class or _qos(spec)
+    statuses = status.init_container_statuses and _statuses(status.init_container_statuses, True)
+    if status.container_statuses:
+        statuses = [*statuses, *_statuses(status.container_statuses, False)] if statuses else \
+            _statuses(status.container_statuses, False)
+    affinity = spec.affinity
     if affinity is not None:
-        affinity = _pool.nested("affinity", affinity, shapes.AFFINITY, "spec.affinity") or None
-    spread = spec.get("topologySpreadConstraints")
-    spread = () if spread is None else _pool.nested("spread", spread, shapes.SPREAD_CONSTRAINTS,
-                                                    "spec.topologySpreadConstraints", tuple)
-    claims = spec.get("resourceClaims")
-    if claims is not None and type(claims) is not list:
-        raise _Wrong
-    node_name = spec.get("nodeName")
-    if type(node_name) is str and node_name:
-        _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
-    uid = meta.get("uid")
-    phase = status.get("phase")
-    deleted = meta.get("deletionTimestamp")
+        affinity = _as_json("affinity", affinity) or None
+    spread = spec.topology_spread_constraints
+    spread = _as_json("spread", spread) if spread else ()
+    node_name = spec.node_name
+    if node_name:
+        node_name = _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
+    images = tuple(c.image for c in containers)
     return Pod(
-        namespace=_intern(namespace or "default"),
+        namespace=namespace,
         name=name,
-        uid=uid if type(uid) is str else _str(uid),
-        node_name=_intern(node_name if type(node_name) is str else _str(node_name)),
-        labels=_pool.strings(meta.get("labels"), "metadata.labels"),
-        annotations=_pool.strings(annotations, "metadata.annotations"),
-        owners=owners,
-        priority=priority,
-        priority_class=_str(spec.get("priorityClassName")),
+        uid=meta.uid,
+        node_name=node_name,
+        labels=_strings(meta.labels),
+        annotations=_strings(annotations),
+        owners=_pooled("owners", meta.owner_references, _owners),
+        priority=spec.priority,
+        priority_class=spec.priority_class_name,
         qos=_intern(qos),
         requests=_pool.get(("requests", *requests.items()), requests) if requests else _EMPTY,
-        phase=_intern(phase if type(phase) is str and phase else _str(phase) or "Pending"),
-        reason=_str(status.get("reason")),
-        terminating=deleted is not None and bool(_time(deleted)),
-        created=_time(meta.get("creationTimestamp")),
-        started=_time(status.get("startTime")) or None,
+        phase=_intern(status.phase or "Pending"),
+        reason=status.reason,
+        terminating=bool(meta.deletion_timestamp),
+        created=meta.creation_timestamp,
+        started=status.start_time or None,
         local_volumes=tuple(local),
         pvc_claims=tuple(pvcs),
-        has_resource_claims=bool(claims),
-        tolerations=tolerations,
-        node_selector=_pool.strings(spec.get("nodeSelector"), "spec.nodeSelector"),
+        has_resource_claims=bool(spec.resource_claims),
+        tolerations=_pooled("tolerations", spec.tolerations, _tolerations),
+        node_selector=_strings(spec.node_selector),
         affinity=affinity,
         spread_constraints=spread,
-        images=_pool.checked(("images", *images), images, _images, "spec.containers", _no_nulls),
-        statuses=tuple(statuses),
-        conditions=_conditions(status.get("conditions")),
-        ephemeral_statuses=tuple(_statuses(status.get("ephemeralContainerStatuses"), False)),
-        scheduler_name=_intern(spec.get("schedulerName") or DEFAULT_SCHEDULER),
+        images=_pool.get(("images", *images), images),
+        statuses=tuple(statuses) if statuses else (),
+        conditions=tuple(status.conditions),
+        ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))
+        if status.ephemeral_container_statuses else (),
+        scheduler_name=_intern(spec.scheduler_name or DEFAULT_SCHEDULER),
     )
 
 
-def _images(images: tuple[Any, ...], path: str) -> None:
-    for i, image in enumerate(images):
-        if image is not None:
-            shapes.string(image, f"{path}[{i}].image")
+# --- PodDisruptionBudget -----------------------------------------------------------------------------------------
 
-
-def _no_nulls(images: tuple[str | None, ...]) -> tuple[str, ...]:
-    return tuple(i or "" for i in images)
-
-
-def pdb_from_json(obj: Mapping[str, Any]) -> PodDisruptionBudget:
-    """PodDisruptionBudgets are few next to pods: the whole schema is checked first."""
-    problem = shapes.check_all(shapes.PDB, obj) if isinstance(obj, Mapping) else None
-    try:
-        if problem is not None:
-            raise ParseError(f"{_name('PodDisruptionBudget', obj)}: {problem}")
-        meta = _dict(obj.get("metadata"))
-        name = _required_name("PodDisruptionBudget", meta)
-        status = _dict(obj.get("status"))
+def finish_pdb(w: wire.PodDisruptionBudget) -> PodDisruptionBudget:
+    meta = w.metadata
+    name = _required_name("PodDisruptionBudget", meta.name)
+    raw_selector = w.spec.selector
+    selector: Matcher
+    if raw_selector is None:
+        selector = _covers_nothing  # policy/v1: an empty selector covers every pod of the namespace, none a missing one
+    else:
+        shapes.LABEL_SELECTOR(raw_selector, "spec.selector")
         try:
-            raw_selector = _dict(obj.get("spec")).get("selector")
-            # policy/v1: an empty selector covers every pod of the namespace, a missing one none (as upstream)
-            selector = label_selector(raw_selector) if raw_selector is not None else _covers_nothing
+            selector = label_selector(raw_selector)
         except ValueError as e:
-            raise ParseError(f"{_name('PodDisruptionBudget', obj)}: spec.selector: {e}") from None
-        generation = meta.get("generation")
-        observed = status.get("observedGeneration")
-        return PodDisruptionBudget(
-            namespace=meta.get("namespace") or "default",
-            name=name,
-            selector=selector,
-            disruptions_allowed=status.get("disruptionsAllowed") or 0,
-            fresh=generation is None or (observed is not None and observed >= generation),
-        )
-    except ParseError:
-        raise
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-        raise _failed("PodDisruptionBudget", obj, shapes.PDB, e) from None
-
-
-def extra_from_json(kind: str, obj: Any) -> Any:
-    """Another kind a source read for the plugins (NodeMetric, PriorityClass, ...), checked as far as plugins read
-    it and kept raw; kinds no plugin reads are kept unchecked."""
-    check = shapes.EXTRA.get(kind)
-    if check is not None:
-        problem = shapes.check_all(check, obj)
-        if problem is not None:
-            raise ParseError(f"{_name(kind, obj)}: {problem}")
-    return obj
+            raise Invalid("spec.selector", str(e)) from None
+    generation, observed = meta.generation, w.status.observed_generation
+    return PodDisruptionBudget(
+        namespace=meta.namespace or "default",
+        name=name,
+        selector=selector,
+        disruptions_allowed=w.status.disruptions_allowed,
+        fresh=generation is None or (observed is not None and observed >= generation),
+    )
 
 
 def _covers_nothing(_labels: Mapping[str, str]) -> bool:
     return False
+
+
+# --- the other kinds ---------------------------------------------------------------------------------------------
+
+def _usage(raw: Mapping[str, Any] | None) -> dict[str, float]:
+    return _resources(raw)
+
+
+def _finish_namespace(w: wire.Namespace) -> Namespace:
+    return Namespace(w.metadata.name, _strings(w.metadata.labels))
+
+
+def _finish_priority_class(w: wire.PriorityClass) -> PriorityClass:
+    return PriorityClass(w.metadata.name, w.value)
+
+
+def _finish_claim(w: wire.PersistentVolumeClaim) -> PersistentVolumeClaim:
+    return PersistentVolumeClaim(w.metadata.namespace, w.metadata.name, w.spec.storage_class_name or "")
+
+
+def _finish_node_metrics(w: wire.NodeMetrics) -> NodeMetrics:
+    return NodeMetrics(w.metadata.name, _usage(w.usage))
+
+
+def _finish_pod_metrics(w: wire.PodMetrics) -> PodMetrics:
+    total: dict[str, float] = {}
+    for c in w.containers:
+        _add(total, _usage(c.usage))
+    return PodMetrics(w.metadata.namespace, w.metadata.name, total)
+
+
+def _finish_node_metric(w: wire.NodeMetric) -> NodeMetric:
+    status = w.status
+    node_metric = status.node_metric
+    system = node_metric.system_usage if node_metric is not None else None
+    pods = {f"{pm.namespace}/{pm.name}": _usage(pm.pod_usage.resources if pm.pod_usage else None)
+            for pm in status.pods_metric}
+    return NodeMetric(w.metadata.name, status.update_time, node_metric is not None,
+                      _usage(system.resources if system is not None else None), pods)
+
+
+FINISH: dict[str, Callable[[Any], Any]] = {
+    "Pod": finish_pod, "Node": finish_node, "PodDisruptionBudget": finish_pdb,
+    "Namespace": _finish_namespace, "PriorityClass": _finish_priority_class,
+    "PersistentVolumeClaim": _finish_claim, "NodeMetrics": _finish_node_metrics,
+    "PodMetrics": _finish_pod_metrics, "NodeMetric": _finish_node_metric,
+}
+SCHEMA: dict[str, shapes.Check] = {"Pod": shapes.POD, "Node": shapes.NODE, "PodDisruptionBudget": shapes.PDB,
+                                   **shapes.EXTRA}
+
+
+# --- from parsed JSON (the slow way, and the one that names what is wrong) ----------------------------------------
+
+def _without_nulls(value: Any) -> Any:
+    """The API reads a null field as the empty value, which is what leaving it out means to the typed decoder.
+    Nulls inside lists stay (the schema refuses them)."""
+    if type(value) is dict:
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if type(value) is list:
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def from_json(kind: str, obj: Any) -> Any:
+    """One parsed object of a kind the model types (the caller chose the kind), checked by the full schema
+    first: its errors name the field."""
+    if not isinstance(obj, Mapping):
+        raise ParseError(f"a {kind} must be an object, not {shapes.describe(obj)}")
+    problem = shapes.check_all(SCHEMA[kind], obj)
+    if problem is not None:
+        raise ParseError(f"{_name(kind, obj)}: {problem}")
+    try:
+        return FINISH[kind](msgspec.convert({**_without_nulls(dict(obj)), "kind": kind}, wire.BY_KIND[kind]))
+    except ParseError:
+        raise
+    except Invalid as e:
+        raise ParseError(f"{_name(kind, obj)}: {e}") from None
+    except msgspec.ValidationError as e:
+        raise ParseError(f"{_name(kind, obj)}: {_typed_problem(e)}") from None
+    except (TypeError, ValueError, RecursionError) as e:
+        raise ParseError(f"{_name(kind, obj)}: malformed: {type(e).__name__}: "
+                         f"{short(str(e)) or 'a field of the wrong type'}") from None
+
+
+def _typed_problem(e: msgspec.ValidationError) -> str:
+    """msgspec's `Expected `str`, got `int` - at `$.spec.x[0]``, said as the schema says things."""
+    text = str(e)
+    message, _, where = text.rpartition(" - at `$")
+    if not message:
+        return short(text)
+    return f"{where.rstrip('`').lstrip('.')}: {short(message)}"
+
+
+def node_from_json(obj: Mapping[str, Any]) -> Node:
+    return from_json("Node", obj)  # type: ignore[no-any-return]
+
+
+def pod_from_json(obj: Mapping[str, Any]) -> Pod:
+    return from_json("Pod", obj)  # type: ignore[no-any-return]
+
+
+def pdb_from_json(obj: Mapping[str, Any]) -> PodDisruptionBudget:
+    return from_json("PodDisruptionBudget", obj)  # type: ignore[no-any-return]
+
+
+def extra_from_json(kind: str, obj: Any) -> Any:
+    """Another kind a source read for the plugins: the kinds plugins read become their model (Namespace,
+    PriorityClass, NodeMetric, ...), checked as far as plugins read them; other kinds are kept as parsed."""
+    if kind in wire.EXTRA:
+        return from_json(kind, obj)
+    return obj

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubectl_desched.model import Node, Pod, PodDisruptionBudget
+from kubectl_desched.model import Node, Pod, PodDisruptionBudget, extra_from_json
 
 
 class ClusterState:
@@ -27,7 +27,7 @@ class ClusterState:
         self.pods: list[Pod] = list(pods)
         self.pdbs: list[PodDisruptionBudget] = list(pdbs)
         self.source = source
-        self.extra: Mapping[str, list[Any]] = extra or {}  # other kinds a source read, by kind
+        self.extra = extra or {}
         self._by_node: dict[str, list[Pod]] = defaultdict(list)
         self._by_owner: dict[str, list[Pod]] = defaultdict(list)
         self._by_key: dict[str, Pod] = {}
@@ -41,6 +41,18 @@ class ClusterState:
         for b in self.pdbs:
             self._pdbs_by_ns[b.namespace].append(b)
         self._requested: dict[str, dict[str, float]] = {}
+
+    @property
+    def extra(self) -> Mapping[str, list[Any]]:
+        """Other kinds a source read, by kind: the kinds plugins read as their model (model.Namespace,
+        model.NodeMetric, ...), others as parsed."""
+        return self._extra
+
+    @extra.setter
+    def extra(self, extra: Mapping[str, list[Any]]) -> None:
+        # Objects given as parsed JSON (tests, benchmarks) become the model once, here, not in each plugin.
+        self._extra = {kind: [extra_from_json(kind, o) if isinstance(o, Mapping) else o for o in objs]
+                       for kind, objs in extra.items()}
 
     @property
     def from_file(self) -> bool:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from kubectl_desched import safeload
-from kubectl_desched.safeload import MAX_JSON_OBJECT_CHARS, MAX_JSON_SNAPSHOT_CHARS, describe_size
+from kubectl_desched.safeload import MAX_JSON_OBJECT_CHARS, describe_size
+from kubectl_desched.safeload import MAX_JSON_SNAPSHOT_CHARS as MAX_JSON_SNAPSHOT_CHARS  # snapshot.py reads it here
 
 CHUNK = 1 << 23  # characters read at a time; an item cut by a chunk's end is parsed again, whole
 _WS = re.compile(r"[ \t\n\r]*")

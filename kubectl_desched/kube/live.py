@@ -13,16 +13,11 @@ from urllib.parse import quote
 
 import urllib3
 
+from kubectl_desched import wire
 from kubectl_desched.errors import DeschedError
+from kubectl_desched.kube import decode
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
-from kubectl_desched.model import (
-    ParseError,
-    cycle_collector_paused,
-    extra_from_json,
-    node_from_json,
-    pdb_from_json,
-    pod_from_json,
-)
+from kubectl_desched.model import ParseError, cycle_collector_paused, from_json, node_from_json
 from kubectl_desched.sanitize import one_line, shown
 from kubectl_desched.state import ClusterState
 
@@ -32,6 +27,7 @@ if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection, Timeout  # it imports the kubernetes client
 
 Progress = Callable[[str, int], None]
+PageParser = Callable[[bytes, str], tuple[list[Any], str]]
 PAGE_SIZE = 500  # kubectl's chunk size
 
 
@@ -98,6 +94,30 @@ def list_page(data: bytes, path: str) -> tuple[list[Any], str]:
     if cont is not None and not isinstance(cont, str):
         raise NotJSON("GET", path, f"was not a list: its metadata.continue is {json_type(cont)}")
     return items or [], cont or ""
+
+
+def typed_page(kind: str) -> PageParser:
+    """A LIST page of a kind the model types, decoded from its bytes into the model (kube/decode.py); a page the
+    typed decoder does not take whole is read again the slow way, which names the object and field at fault."""
+
+    def parse(data: bytes, path: str) -> tuple[list[Any], str]:
+        fast = decode.page(data, kind)
+        if fast is not None:
+            return fast
+        items, cont = list_page(data, path)
+        return [from_json(kind, obj) for obj in items], cont
+
+    return parse
+
+
+def each_item(parse: Callable[[Mapping[str, Any]], Any]) -> PageParser:
+    """A LIST page read as parsed JSON, each item through `parse`."""
+
+    def parse_page(data: bytes, path: str) -> tuple[list[Any], str]:
+        items, cont = list_page(data, path)
+        return [parse(obj) for obj in items], cont
+
+    return parse_page
 
 
 def api_message(e: ApiException) -> str:
@@ -186,9 +206,11 @@ _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
 
 
 def list_pages(conn: Connection, path: str, *, field_selector: str | None = None,
-               progress: Progress | None = None, label: str = "") -> Iterator[list[Mapping[str, Any]]]:
-    """Yield the items of a LIST page by page; raises ListExpired on 410 Gone mid-list. The next page is
-    requested while this one is parsed (the server works while we do), on one helper thread."""
+               progress: Progress | None = None, label: str = "", parse: PageParser = list_page
+               ) -> Iterator[list[Any]]:
+    """Yield the items of a LIST page by page, as `parse` makes them of the page's bytes (parsed JSON by
+    default); raises ListExpired on 410 Gone mid-list. The next page is requested while this one is parsed (the
+    server works while we do), on one helper thread."""
 
     def fetch(cont: str) -> bytes:
         query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
@@ -211,7 +233,7 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             ahead = peek.group(1).decode() if peek else ""
             following = pool.submit(fetch, ahead) if ahead else None
             try:
-                items, cont = list_page(raw, path) if raw else ([], "")
+                items, cont = parse(raw, path) if raw else ([], "")
             except NotJSON:
                 if following is not None:
                     following.cancel()
@@ -230,14 +252,15 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             raw = following.result()
 
 
-def _read_all(conn: Connection, path: str, parse: Callable[[Mapping[str, Any]], Any], *,
+def _read_all(conn: Connection, path: str, parse: PageParser, *,
               field_selector: str | None = None, progress: Progress | None = None, label: str = "") -> list[Any]:
     """Read a whole list; on 410 Gone start again from the first page, as kubectl does."""
     for _attempt in range(4):
         out: list[Any] = []
         try:
-            for page in list_pages(conn, path, field_selector=field_selector, progress=progress, label=label):
-                out.extend(parse(obj) for obj in page)
+            for page in list_pages(conn, path, field_selector=field_selector, progress=progress, label=label,
+                                   parse=parse):
+                out += page
             return out
         except ListExpired:
             continue
@@ -302,8 +325,8 @@ ADDON_APIS = {
 def _read_extra(conn: Connection, kind: str, warn: Callable[[str], None] = lambda _m: None) -> list[Any] | None:
     """The kind's objects; None for an optional kind that may not be listed (left out of the state)."""
     try:
-        slim = _SLIM.get(kind, lambda o: o)
-        return _read_all(conn, EXTRA_KINDS[kind], lambda o: extra_from_json(kind, slim(o)), label=kind)
+        parse = typed_page(kind) if kind in wire.EXTRA else each_item(_SLIM.get(kind, lambda o: o))
+        return _read_all(conn, EXTRA_KINDS[kind], parse, label=kind)
     except ParseError as e:
         raise DeschedError(f"reading {kind}: {e}") from None
     except api_exception() as e:
@@ -332,15 +355,15 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
     what = "reading the cluster"
     try:
         try:
-            nodes = _read_all(conn, "/api/v1/nodes", node_from_json, progress=progress, label="nodes")
+            nodes = _read_all(conn, "/api/v1/nodes", typed_page("Node"), progress=progress, label="nodes")
             if node_names is not None and len(node_names) <= 20:
                 pods = []
                 for name in node_names:
-                    pods += _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
-                                      progress=progress, label="pods")
+                    pods += _read_all(conn, "/api/v1/pods", typed_page("Pod"),
+                                      field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
             else:
                 # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
-                pods = _read_all(conn, "/api/v1/pods", pod_from_json, progress=progress, label="pods")
+                pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), progress=progress, label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
         pdbs = _read_pdbs(conn, warn)
@@ -354,10 +377,12 @@ def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[st
     """Every PDB, or those of some namespaces (a few concurrent small LISTs instead of thousands of PDBs)."""
     try:
         if namespaces is None:
-            return _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", pdb_from_json, label="pdbs")
+            return _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", typed_page("PodDisruptionBudget"),
+                             label="pdbs")
         paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
-            return [b for found in pool.map(lambda p: _read_all(conn, p, pdb_from_json), paths) for b in found]
+            parse = typed_page("PodDisruptionBudget")
+            return [b for found in pool.map(lambda p: _read_all(conn, p, parse), paths) for b in found]
     except api_exception() as e:
         if e.status not in (403, 404):
             raise
@@ -374,8 +399,12 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
     what = f"reading node {name}"
     try:
         try:
-            node = node_from_json(request_json(conn, "GET", f"/api/v1/nodes/{quote(name, safe='')}"))
-            pods = _read_all(conn, "/api/v1/pods", pod_from_json, field_selector=f"spec.nodeName={name}",
+            path = f"/api/v1/nodes/{quote(name, safe='')}"
+            data = request_raw(conn, "GET", path)
+            # an empty body reaches node_from_json as None: its schema check names what is missing
+            node = decode.one(data, "Node") or node_from_json(
+                decode_json(data, "GET", path) if data else None)  # type: ignore[arg-type]
+            pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}",
                              label="pods")
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None

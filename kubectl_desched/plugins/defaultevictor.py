@@ -171,15 +171,9 @@ class DefaultEvictor(EvictorPlugin):
             self.protected_classes = {sc.name for sc in cfg.protected_storage_classes}
         selector = args.namespace_label_selector
         self.ns_match = selector.matcher() if selector is not None and _has_terms(selector) else None
-        self._ns_labels = {
-            (o.get("metadata") or {}).get("name"): (o.get("metadata") or {}).get("labels") or {}
-            for o in handle.state.extra.get("Namespace", [])
-        }
-        self._claims = {
-            f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}":
-                (o.get("spec") or {}).get("storageClassName") or ""  # "" and unset both leave it unknown
-            for o in handle.state.extra.get("PersistentVolumeClaim", [])
-        }
+        self._ns_labels = {o.name: o.labels for o in handle.state.extra.get("Namespace", [])}
+        # "" and unset both leave the class unknown
+        self._claims = {o.key: o.storage_class for o in handle.state.extra.get("PersistentVolumeClaim", [])}
 
     @classmethod
     def reads_one_node(cls, args: DefaultEvictorArgs) -> bool:
@@ -205,8 +199,8 @@ class DefaultEvictor(EvictorPlugin):
         if pt.value is not None:
             return pt.value
         for obj in self.handle.state.extra.get("PriorityClass", []):
-            if (obj.get("metadata") or {}).get("name") == pt.name:
-                return int(obj.get("value") or 0)
+            if obj.name == pt.name:
+                return int(obj.value)
         raise ConfigError("priorityThreshold.name", f"PriorityClass {pt.name!r} not found")
 
     def filter(self, pod: Pod) -> str | None:

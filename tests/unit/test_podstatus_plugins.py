@@ -108,7 +108,8 @@ def test_model_keeps_what_these_plugins_read() -> None:
                  ephemeral=[cs(name="debug", terminated="OOMKilled", exit_code=137)],
                  containers=[{"name": "app", "restartCount": 2, "state": {"terminated": {}}}, cs(name="up")])
     p = pod_from_json(raw)
-    assert p.conditions[0] == ("Ready", "False", "PodCompleted", ago(HOUR))
+    c = p.conditions[0]
+    assert (c.type, c.status, c.reason, c.last_transition) == ("Ready", "False", "PodCompleted", ago(HOUR))
     assert (p.conditions[0].type, p.conditions[1].last_transition) == ("Ready", "")
     assert [(c.name, c.terminated_reason, c.exit_code, c.init) for c in p.ephemeral_statuses] == [
         ("debug", "OOMKilled", 137, False)]

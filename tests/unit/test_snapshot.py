@@ -28,7 +28,7 @@ def _check(state: Any, source_names: list[str]) -> None:
     assert sorted(state.nodes) == ["n1", "n2"]
     assert sorted(p.key for p in state.pods) == ["data/db-1", "default/web-1"]
     assert [x.name for x in state.pdbs] == ["web"]
-    assert [o["metadata"]["name"] for o in state.extra["PriorityClass"]] == ["high"]
+    assert [o.name for o in state.extra["PriorityClass"]] == ["high"]
     assert state.nodes["n1"].allocatable["cpu"] == 4000.0
     assert state.source == "file " + ", ".join(source_names)
 
