@@ -34,7 +34,7 @@ def test_subcommands_and_flags(cluster: Any) -> None:
     flags, _ = complete(cluster, "balance", "--no-")
     assert "--no-respect-pdbs" in flags and "--no-pager" in flags
     formats, _ = complete(cluster, "balance", "-o", "")
-    assert formats == ["table", "wide", "json", "yaml"]
+    assert formats == ["table", "wide", "json", "yaml", "name", "jsonpath=", "jsonpath-as-json=", "custom-columns="]
     plugins, _ = complete(cluster, "balance", "--plugin", "LowNode")
     assert plugins == ["LowNodeLoad", "LowNodeUtilization"]
     _, files = complete(cluster, "run", "--policy", "")
