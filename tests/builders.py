@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubectl_desched.state import ClusterState
 
 _uid = itertools.count(1)
 
@@ -259,6 +263,22 @@ def with_spare_node(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ready = [o for o in objs if o["kind"] == "Node"
              and all(c["status"] == "True" for c in o["status"]["conditions"] if c["type"] == "Ready")]
     return objs if len(ready) >= 2 else [*objs, node("spare-cordoned", unschedulable=True)]
+
+
+def state(objs: list[dict[str, Any]], *, extra: dict[str, list[Any]] | None = None, now: datetime | None = None,
+          spare_node: bool = False) -> ClusterState:
+    """A ClusterState parsed from raw objects (nodes, pods, PDBs), as the loader builds it from the API's answers.
+
+    spare_node adds with_spare_node's cordoned node, for tables about one node; now pins the clock for age checks.
+    """
+    from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+    from kubectl_desched.state import ClusterState
+
+    objs = with_spare_node(objs) if spare_node else objs
+    return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
+                        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
+                        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
+                        extra=extra, now=now)
 
 
 # --- Koordinator's MigrationController checks: owners with replicas, PodMigrationJobs, readiness ---------------------

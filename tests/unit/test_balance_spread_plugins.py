@@ -39,8 +39,7 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
-                        [pod_from_json(o) for o in objs if o["kind"] == "Pod"])
+    return b.state(objs)
 
 
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any] | None = None, *,

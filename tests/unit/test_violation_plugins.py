@@ -15,7 +15,7 @@ from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Taint, Toleration, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import Taint, Toleration
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
@@ -51,12 +51,7 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    objs = b.with_spare_node(objs)
-    return ClusterState(
-        [node_from_json(o) for o in objs if o["kind"] == "Node"],
-        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
-    )
+    return b.state(objs, spare_node=True)
 
 
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any] | None = None, *,
