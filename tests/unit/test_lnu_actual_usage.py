@@ -11,7 +11,6 @@ import pytest
 from kubectl_desched.errors import ConfigError, DeschedError
 from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
@@ -32,8 +31,7 @@ def _state(objs: list[dict[str, Any]], *, metrics: bool = True) -> ClusterState:
 
 
 def plan_for(objs: list[dict[str, Any]], args: dict[str, Any] | None = None, *, metrics: bool = True) -> EvictionPlan:
-    policy = decode_policy(policy_from_plugins([(LNU, "balance", args or ARGS)], {}, {}), in_tree_registry(), "flags")
-    return run(policy, _state(objs, metrics=metrics), Scope())
+    return b.plan(_state(objs, metrics=metrics), [(LNU, "balance", args or ARGS)])
 
 
 def busy_by_usage() -> list[dict[str, Any]]:

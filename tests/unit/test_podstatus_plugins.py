@@ -54,8 +54,8 @@ def _state(objs: list[dict[str, Any]]) -> ClusterState:
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any], *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int] | None = None,
              scope: Scope | None = None) -> EvictionPlan:
-    raw = policy_from_plugins([(plugin, "deschedule", args)], evictor_args or {}, limits or {})
-    return run(decode_policy(raw, registry(), "flags"), _state(objs), scope or Scope())
+    return b.plan(_state(objs), [(plugin, "deschedule", args)], evictor_args=evictor_args, limits=limits, scope=scope,
+                  registry=registry())
 
 
 def evicted(plan: EvictionPlan) -> list[str]:
