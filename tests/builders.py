@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubectl_desched.framework import Registry
+    from kubectl_desched.framework.plan import EvictionPlan
+    from kubectl_desched.framework.runner import Scope
+    from kubectl_desched.state import ClusterState
 
 _uid = itertools.count(1)
 
@@ -259,6 +266,34 @@ def with_spare_node(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ready = [o for o in objs if o["kind"] == "Node"
              and all(c["status"] == "True" for c in o["status"]["conditions"] if c["type"] == "Ready")]
     return objs if len(ready) >= 2 else [*objs, node("spare-cordoned", unschedulable=True)]
+
+
+def state(objs: list[dict[str, Any]], *, extra: dict[str, list[Any]] | None = None, now: datetime | None = None,
+          spare_node: bool = False) -> ClusterState:
+    """A ClusterState parsed from raw objects (nodes, pods, PDBs), as the loader builds it from the API's answers.
+
+    spare_node adds with_spare_node's cordoned node, for tables about one node; now pins the clock for age checks.
+    """
+    from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+    from kubectl_desched.state import ClusterState
+
+    objs = with_spare_node(objs) if spare_node else objs
+    return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
+                        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
+                        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
+                        extra=extra, now=now)
+
+
+def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
+         evictor_args: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
+         scope: Scope | None = None, registry: Registry | None = None) -> EvictionPlan:
+    """The plan a run makes with these (plugin, extension point, args) entries, decoded as the flags are."""
+    from kubectl_desched.framework.runner import Scope, run
+    from kubectl_desched.plugins import in_tree_registry
+    from kubectl_desched.policy import decode_policy, policy_from_plugins
+
+    raw = policy_from_plugins(plugins, evictor_args or {}, limits or {})
+    return run(decode_policy(raw, registry or in_tree_registry(), "flags"), state, scope or Scope())
 
 
 # --- Koordinator's MigrationController checks: owners with replicas, PodMigrationJobs, readiness ---------------------

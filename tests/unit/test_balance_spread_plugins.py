@@ -39,15 +39,14 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
-                        [pod_from_json(o) for o in objs if o["kind"] == "Pod"])
+    return b.state(objs)
 
 
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any] | None = None, *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int] | None = None,
              scope: Scope | None = None) -> EvictionPlan:
-    raw = policy_from_plugins([(plugin, "balance", args or {})], evictor_args or {}, limits or {})
-    return run(decode_policy(raw, registry(), "flags"), _state(objs), scope or Scope())
+    return b.plan(_state(objs), [(plugin, "balance", args or {})], evictor_args=evictor_args, limits=limits,
+                  scope=scope, registry=registry())
 
 
 def evicted(plan: EvictionPlan) -> list[str]:

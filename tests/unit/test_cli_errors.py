@@ -1,5 +1,6 @@
-"""Bad input on the command line: click's CliRunner on the command group, and `python -m kubectl_desched` in a
-subprocess so main() is exercised (one `error:` line on stderr, exit code 2 for usage errors, no traceback)."""
+"""Bad input on the command line: click's CliRunner on the command group, main() in-process for what reaches stderr
+(one `error:` line, exit code 2 for usage errors, no traceback), and `python -m kubectl_desched` in a subprocess for
+two smoke cases of the real entry point."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli import cli, main
 from kubectl_desched.errors import DeschedError, UsageError
 from tests import builders as b
 
@@ -108,7 +109,29 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(("args", "code", "fragment"), BAD_INPUT, ids=IDS)
-def test_main_bad_input_is_one_line(workdir: Path, args: list[str], code: int, fragment: str) -> None:
+def test_main_bad_input_is_one_line(workdir: Path, args: list[str], code: int, fragment: str,
+                                    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """main() in-process: what it writes to stderr and the code it exits with, as a shell sees them."""
+    monkeypatch.setattr(sys, "argv", ["kubectl-desched", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    assert fragment in lines[0]
+    assert exited.value.code == code
+    assert out == ""
+
+
+# The real entry point in a fresh interpreter, for a usage error and a bad file; the in-process runs cover the rest
+SMOKE = [case for case in BAD_INPUT
+         if case[0] in (["balance", "--bogus"], ["run", "--policy", "bad-policy.yaml", *SNAP])]
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), SMOKE, ids=[" ".join(a) for a, _, _ in SMOKE])
+def test_entry_point_bad_input_is_one_line(workdir: Path, args: list[str], code: int, fragment: str) -> None:
     proc = _run(args, workdir)
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()

@@ -9,7 +9,6 @@ import pytest
 
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import EvictionPlan, Limits, PluginHandle, ProfileEvictor
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from kubectl_desched.plugins.migrationcontroller import MigrationController, MigrationControllerArgs
 from kubectl_desched.state import ClusterState
@@ -21,12 +20,7 @@ PREFER_NO = {"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}
 
 
 def _state(objs: list[dict[str, Any]], extra: dict[str, list[Any]] | None = None) -> ClusterState:
-    return ClusterState(
-        [node_from_json(o) for o in objs if o["kind"] == "Node"],
-        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
-        extra=extra, now=NOW,
-    )
+    return b.state(objs, extra=extra, now=NOW)
 
 
 def _handle(state: ClusterState, name: str) -> PluginHandle:

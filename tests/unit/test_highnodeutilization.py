@@ -8,21 +8,15 @@ import pytest
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import node_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 
 CPU_PODS_30 = {"thresholds": {"cpu": 30, "pods": 30}}
 
 
 def plan_for(objs: list[dict[str, Any]], args: dict[str, Any] | None = None) -> EvictionPlan:
-    state = ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
-                         [pod_from_json(o) for o in objs if o["kind"] == "Pod"])
-    raw = policy_from_plugins([("HighNodeUtilization", "balance", args or CPU_PODS_30)], {}, {})
-    return run(decode_policy(raw, in_tree_registry(), "test"), state, Scope())
+    return b.plan(b.state(objs), [("HighNodeUtilization", "balance", args or CPU_PODS_30)])
 
 
 def evicted(plan: EvictionPlan) -> list[str]:

@@ -11,9 +11,7 @@ import pytest
 from kubectl_desched.errors import ConfigError, DeschedError
 from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.kube.snapshot import load_snapshot
-from kubectl_desched.model import node_from_json, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
@@ -29,13 +27,11 @@ def _state(objs: list[dict[str, Any]], *, metrics: bool = True) -> ClusterState:
     if metrics:
         extra = {"NodeMetrics": [o for o in objs if o["kind"] == "NodeMetrics"],
                  "PodMetrics": [o for o in objs if o["kind"] == "PodMetrics"]}
-    return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
-                        [pod_from_json(o) for o in objs if o["kind"] == "Pod"], extra=extra)
+    return b.state(objs, extra=extra)
 
 
 def plan_for(objs: list[dict[str, Any]], args: dict[str, Any] | None = None, *, metrics: bool = True) -> EvictionPlan:
-    policy = decode_policy(policy_from_plugins([(LNU, "balance", args or ARGS)], {}, {}), in_tree_registry(), "flags")
-    return run(policy, _state(objs, metrics=metrics), Scope())
+    return b.plan(_state(objs, metrics=metrics), [(LNU, "balance", args or ARGS)])
 
 
 def busy_by_usage() -> list[dict[str, Any]]:

@@ -53,12 +53,8 @@ def metrics_for(objs: list[dict[str, Any]], *, updated: str | None = "2026-01-01
 def plan_for(objs: list[dict[str, Any]], args: dict[str, Any], *, metrics: list[dict[str, Any]] | None = None,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int | None] | None = None,
              now: datetime = NOW) -> EvictionPlan:
-    raw = policy_from_plugins([(LNL, "balance", args)], evictor_args or {}, limits or {})
-    policy = decode_policy(raw, in_tree_registry(), "flags")
-    state = ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
-                         [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-                         extra={"NodeMetric": metrics_for(objs) if metrics is None else metrics}, now=now)
-    return run(policy, state, Scope())
+    state = b.state(objs, extra={"NodeMetric": metrics_for(objs) if metrics is None else metrics}, now=now)
+    return b.plan(state, [(LNL, "balance", args)], evictor_args=evictor_args, limits=limits)
 
 
 def evicted(plan: EvictionPlan) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from kubectl_desched.explain import Verdicts, explain_node_doc, explain_node_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, considered_nodes, run
-from kubectl_desched.model import Pod, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import Pod
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_table
@@ -23,11 +23,7 @@ CPU_ARGS = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    return ClusterState(
-        [node_from_json(o) for o in objs if o["kind"] == "Node"],
-        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
-    )
+    return b.state(objs)
 
 
 def plan_for(objs: list[dict[str, Any]], lnu_args: dict[str, Any] | None = None, *,

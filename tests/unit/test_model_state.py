@@ -341,10 +341,7 @@ def test_pdb_bad_selector_is_a_parse_error() -> None:
 
 
 def _state(*objs: dict[str, Any]) -> ClusterState:
-    nodes = [node_from_json(o) for o in objs if o["kind"] == "Node"]
-    pods = [pod_from_json(o) for o in objs if o["kind"] == "Pod"]
-    pdbs = [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"]
-    return ClusterState(nodes, pods, pdbs)
+    return b.state(list(objs))
 
 
 def test_pods_on_node_and_a_planned_overlay() -> None:

@@ -15,7 +15,7 @@ from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Pod, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import Pod, pod_from_json
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.podlifetime import PodLifeTime
 from kubectl_desched.plugins.podstatus import human_duration
@@ -48,20 +48,14 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    objs = b.with_spare_node(objs)
-    return ClusterState(
-        [node_from_json(o) for o in objs if o["kind"] == "Node"],
-        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
-        now=NOW,
-    )
+    return b.state(objs, now=NOW, spare_node=True)
 
 
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any], *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int] | None = None,
              scope: Scope | None = None) -> EvictionPlan:
-    raw = policy_from_plugins([(plugin, "deschedule", args)], evictor_args or {}, limits or {})
-    return run(decode_policy(raw, registry(), "flags"), _state(objs), scope or Scope())
+    return b.plan(_state(objs), [(plugin, "deschedule", args)], evictor_args=evictor_args, limits=limits, scope=scope,
+                  registry=registry())
 
 
 def evicted(plan: EvictionPlan) -> list[str]:

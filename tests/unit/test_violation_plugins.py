@@ -15,7 +15,7 @@ from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Taint, Toleration, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model import Taint, Toleration
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
@@ -51,20 +51,14 @@ def registry() -> Registry:
 
 
 def _state(objs: list[dict[str, Any]]) -> ClusterState:
-    objs = b.with_spare_node(objs)
-    return ClusterState(
-        [node_from_json(o) for o in objs if o["kind"] == "Node"],
-        [pod_from_json(o) for o in objs if o["kind"] == "Pod"],
-        [pdb_from_json(o) for o in objs if o["kind"] == "PodDisruptionBudget"],
-    )
+    return b.state(objs, spare_node=True)
 
 
 def plan_for(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any] | None = None, *,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int | None] | None = None,
              more: list[tuple[str, str, dict[str, Any]]] | None = None, scope: Scope | None = None) -> EvictionPlan:
-    raw = policy_from_plugins([*(more or []), (plugin, "deschedule", args or {})], evictor_args or {}, limits or {})
-    policy = decode_policy(raw, registry(), "flags")
-    return run(policy, _state(objs), scope or Scope())
+    return b.plan(_state(objs), [*(more or []), (plugin, "deschedule", args or {})], evictor_args=evictor_args,
+                  limits=limits, scope=scope, registry=registry())
 
 
 def evicted(plan: EvictionPlan) -> list[str]:
