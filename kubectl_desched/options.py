@@ -23,11 +23,14 @@ class ClusterAccess:
     namespace: str | None = None  # the first -n: kubectl's namespace override
     request_timeout: float = 0.0
     from_files: tuple[str, ...] = ()
+    as_user: str | None = None
+    as_groups: tuple[str, ...] = ()
+    as_uid: str | None = None
 
     def kube(self) -> KubeOptions:
         from kubectl_desched.kube.config import KubeOptions
         return KubeOptions(self.kubeconfig, self.context, self.cluster, self.user, self.namespace,
-                           self.request_timeout)
+                           self.request_timeout, self.as_user, self.as_groups, self.as_uid)
 
 
 @dataclass(frozen=True)

@@ -52,16 +52,20 @@ class OptionGroup(Generic[T]):
         return callback
 
 
+IMPERSONATION = ("as_user", "as_groups", "as_uid")
+
+
 def _access(v: dict[str, Any]) -> ClusterAccess:
     files = tuple(v["from_files"])
     if any(not f.strip() for f in files):
         raise UsageError("--from-file: the file name must not be empty")
     if files.count("-") > 1:
         raise UsageError("--from-file -: standard input can be read only once")
-    if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user")):
-        raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster and --user do not apply")
+    if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user", *IMPERSONATION)):
+        raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster, --user, --as do not apply")
     return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
-                         checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files)
+                         checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files,
+                         v["as_user"], tuple(v["as_groups"]), v["as_uid"])
 
 
 cluster_access = OptionGroup("access", [
@@ -72,6 +76,10 @@ cluster_access = OptionGroup("access", [
            help="Kubeconfig cluster to use instead of the context's."),
     option(CLUSTER_ACCESS, "--user", shell_complete=completion.users,
            help="Kubeconfig user to use instead of the context's."),
+    option(CLUSTER_ACCESS, "--as", "as_user", metavar="USER",
+           help="Username to impersonate (the RBAC preflight checks this identity), as kubectl's --as."),
+    option(CLUSTER_ACCESS, "--as-group", "as_groups", multiple=True, metavar="GROUP", help="Group to impersonate."),
+    option(CLUSTER_ACCESS, "--as-uid", metavar="UID", help="UID to impersonate."),
     option(CLUSTER_ACCESS, "--request-timeout", default="0", metavar="DURATION",
            help="Timeout of each API request, e.g. 30s (0: none, like kubectl)."),
     option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completion.files,
