@@ -213,6 +213,12 @@ def available_memory() -> int:
 
 # ---------------------------------------------------------------------------------------------- upstream
 
+READ_ONLY = """
+from kubectl_desched.kube.config import KubeOptions, connect
+from kubectl_desched.kube.live import read_cluster
+read_cluster(connect(KubeOptions()))
+"""
+
 CYCLE_START = "Resetting pod evictor counters"  # logged at -v=3 when a cycle starts: informers are synced by then
 CYCLE_END = "Number of evictions/requests"
 UNDER, OVER = "Number of underutilized nodes", "Number of overutilized nodes"
@@ -523,8 +529,12 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             for media in ("json", "protobuf"):
                 for gz in (False, True):
                     steps.append(floor_step(f"floor {media}" + (" gzip" if gz else ""), cluster.kubeconfig, media, gz))
+        # The tool's own read of the cluster (nodes, pods, PDBs) and nothing after it: how far balance's reading is
+        # from the floor, apart from planning, the placement estimate and writing the plan.
+        read_only = [str(Path(exe).with_name("python")), "-c", READ_ONLY]
         if "tool" not in args.skip:
-            steps += [cmd("balance", balance), cmd("explain node", [exe, "explain", "node", node])]
+            steps += [cmd("balance", balance), cmd("balance: read only", read_only),
+                      cmd("explain node", [exe, "explain", "node", node])]
         if "start" not in args.skip:
             steps += [Step("version", lambda: {"version": measure([exe, "version"], env)}, live=False),
                       Step("completion", lambda: {"completion": measure([exe, "__complete", "balance", "--no-"],
@@ -553,7 +563,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     if not gz and "link-json" in args.skip:  # ~90 s a round at full scale
                         continue
                     steps.append(floor_step(f"link: floor {media}" + (" gzip" if gz else ""), link_config, media, gz))
-                steps.append(cmd("link: balance", balance, link_env))
+                steps += [cmd("link: balance", balance, link_env), cmd("link: balance: read only", read_only, link_env)]
             interleave(steps, args.runs, cluster, t)
             result["churn_patches"] = churn.patches
         if snap is not None:
@@ -589,10 +599,12 @@ ROWS: list[tuple[str, str | None]] = [
     ("floor json", None), ("floor json gzip", "floor json"), ("floor protobuf", "floor json"),
     ("floor protobuf gzip", "floor json"),
     ("descheduler: informers synced", "floor json"), ("descheduler: first complete cycle", "floor json"),
-    ("balance", "floor json"), ("explain node", None), ("version", None), ("completion", None),
+    ("balance", "floor json"), ("balance: read only", "floor json"),
+    ("explain node", None), ("version", None), ("completion", None),
     ("json.load", None), ("run --from-file", "json.load"),
     ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),
     ("link: floor json", "link: floor json gzip"), ("link: balance", "link: floor json gzip"),
+    ("link: balance: read only", "link: floor json gzip"),
 ]
 
 
