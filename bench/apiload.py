@@ -112,9 +112,9 @@ def load(cluster: LocalCluster, items: Iterable[dict[str, Any]], *, check_every:
             namespaces.add(ns)
         if rng.randrange(check_every) == 0:
             _dry_run(cluster, obj)
-        value = _stored(obj)
-        batch.append((_key(obj), value))
-        size += len(value)
+        stored = _stored(obj)
+        batch.append((_key(obj), stored))
+        size += len(stored)
         n += 1
         if size >= BATCH_BYTES:
             _put_all(cluster.etcd_url, batch)

@@ -1,47 +1,61 @@
 #!/usr/bin/env python3
-"""kubectl-desched at cluster scale, against kubectl and json.load on the same data, side by side.
+"""kubectl-desched against the floor of what one real apiserver can send, side by side, in one interleaved run.
 
-For each scale (by default 1/4, 1/2 and all of 5,000 nodes / 150,000 pods) it generates the cluster
-with bench/gencluster.py, writes it as a kubectl-style JSON snapshot, loads it into the tests' real
-kube-apiserver + etcd (tests/cluster/localcluster.py), and times, interleaved, several runs each:
+It loads a generated cluster (bench/gencluster.py) into the tests' real kube-apiserver + etcd (bench/apiload.py),
+keeps one pod patched every 2 s so that, as in a live cluster, the watch cache moves on and LIST pages come from it,
+and runs each command below once per round, for --runs rounds, in a rotating order:
 
-  live      kubectl get pods -A -o json > /dev/null            (kubectl from tests/cluster/build-binaries)
-            kubectl-desched balance --dry-run=client -o json -A (LowNodeUtilization)
-            kubectl-desched explain node NODE                    (the most loaded node, fast path)
-  snapshot  python -c 'json.load(open(FILE))'
-            kubectl-desched run --from-file FILE --policy lownodeutilization.yaml -o json
+  floor json [gzip]         the same paginated pod LIST the tool makes (limit 500), read and thrown away, as JSON,
+  floor protobuf [gzip]     and as protobuf (what client-go asks for), with and without Accept-Encoding: gzip
+  descheduler               the upstream descheduler v0.36.0 in --dry-run with the same LowNodeUtilization policy:
+                            when its informers are synced (its first cycle starts) and when a cycle first sees the
+                            whole cluster (its node classes equal the tool's; earlier dry-run cycles see a partial
+                            copy, kubernetes-sigs/descheduler#1917)
+  balance                   kubectl-desched balance -A --dry-run=client -o json
+  explain node              kubectl-desched explain node NODE (the busiest over-utilized node)
+  version, completion       kubectl-desched version; __complete balance --no- (what TAB runs)
+  json.load, run --from-file   json.load of the saved JSON snapshot; run --from-file on it with the same policy
+  link: ...                 the floors and balance again through bench/linkproxy.py (default 100 Mbit/s, 20 ms RTT)
 
-and prints medians, peak RSS and ratios as a Markdown table (the README's Performance section).
-Generated snapshots and loaded etcd data are cached in --work; a rerun only measures.
+Each command runs as a child of a small timer process: wall time, client CPU (user + system of the child) and peak
+RSS. Around each live command the apiserver's /metrics say how many pod LISTs it served from the watch cache and
+how many from etcd. Medians and ratios go to stdout as Markdown, everything to --results as JSON.
 
-    .venv/bin/python bench/perf.py [--scales 0.25,0.5,1] [--runs 3] [--work DIR] [--only live|snapshot]
+    .venv/bin/python bench/perf.py                      # small (200 nodes / 6,000 pods), a quick check
+    .venv/bin/python bench/perf.py --scale full --runs 3 --results perf.json   # the README table
+
+Generated snapshots and loaded etcd data are kept in --work, so a rerun only measures.
 """
 
+# Only the standard library is imported up here: `perf.py floor` is itself one of the measured commands.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+import http.client
 import json
 import os
+import re
 import shutil
+import signal
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-import apiload  # noqa: E402
-import gencluster  # noqa: E402
-
-BIN = Path(os.environ.get("KDESCHED_BIN_DIR") or Path.home() / ".cache/kubectl-desched/bin")
-NODES, PODS = 5000, 150_000
+SCALES = {"small": (200, 6_000), "mid": (1_000, 30_000), "full": (5_000, 150_000)}
+PAGE = 500  # the tool's and kubectl's page size
 POLICY = """apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 profiles:
@@ -55,41 +69,98 @@ profiles:
     plugins:
       balance:
         enabled: [LowNodeUtilization]
-"""
+"""  # the thresholds `balance` uses without flags
 
 
-def bin_dir() -> Path:
-    """The newest build of tests/cluster/build-binaries (a directory per version)."""
-    if (BIN / "kube-apiserver").exists():
-        return BIN
-    builds = sorted(p for p in BIN.glob("*") if (p / "kube-apiserver").exists())
-    if not builds:
-        sys.exit(f"error: no kube-apiserver under {BIN}: run tests/cluster/build-binaries")
-    return builds[-1]
+# ---------------------------------------------------------------------------------------------- the floor client
+
+def _varint(buf: memoryview, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
 
 
-@dataclass
-class Sample:
-    seconds: float
-    rss: int  # peak resident set, bytes
+def _proto_field(buf: memoryview, number: int) -> memoryview | None:
+    """The first length-delimited field `number` of a protobuf message, without decoding the others' contents."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 2:
+            size, i = _varint(buf, i)
+            if key >> 3 == number:
+                return buf[i:i + size]
+            i += size
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+    return None
 
 
-@dataclass
-class Timings:
-    samples: dict[str, list[Sample]] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not measured
-
-    def add(self, name: str, s: Sample) -> None:
-        self.samples.setdefault(name, []).append(s)
-
-    def median(self, name: str) -> float:
-        return statistics.median(s.seconds for s in self.samples[name])
-
-    def rss(self, name: str) -> int:
-        return max(s.rss for s in self.samples[name])
+def protobuf_continue(body: bytes) -> str:
+    """The continue token of a protobuf LIST answer: runtime.Unknown (after the 4-byte `k8s\\0` magic) holds the
+    PodList in `raw` (2), the PodList its ListMeta first (1), the ListMeta the token in `continue` (3)."""
+    if body[:4] != b"k8s\x00":
+        raise ValueError("not a protobuf answer")
+    raw = _proto_field(memoryview(body)[4:], 2)
+    meta = _proto_field(raw, 1) if raw is not None else None
+    token = _proto_field(meta, 3) if meta is not None else None
+    return bytes(token).decode() if token is not None else ""
 
 
-# Runs the command in a child of this small process and reports the child's wall time and peak RSS. Measuring
+_JSON_CONTINUE = re.compile(rb'"metadata":\{[^{}]*?"continue":"([^"]*)"')
+
+
+def json_continue(head: bytes) -> str:
+    """The continue token from the first bytes of a JSON LIST answer (the apiserver writes metadata first)."""
+    found = _JSON_CONTINUE.search(head)
+    return found.group(1).decode() if found else ""
+
+
+def floor(kubeconfig: Path, media: str, gzip: bool, path: str = "/api/v1/pods") -> dict[str, int]:
+    """Read every page of a paginated LIST over one kept-alive connection, decompress it if gzipped, keep only the
+    continue token. The least any client must do to have the bytes of every pod."""
+    config = json.loads(kubeconfig.read_text())  # bench kubeconfigs are JSON
+    server = urlsplit(config["clusters"][0]["cluster"]["server"])
+    token = config["users"][0]["user"]["token"]
+    context = ssl.create_default_context(cafile=config["clusters"][0]["cluster"]["certificate-authority"])
+    conn = http.client.HTTPSConnection(server.hostname or "127.0.0.1", server.port or 443, context=context)
+    accept = "application/vnd.kubernetes.protobuf" if media == "protobuf" else "application/json"
+    headers = {"Authorization": f"Bearer {token}", "Accept": accept,
+               "Accept-Encoding": "gzip" if gzip else "identity"}
+    pages = wire = body = 0
+    cont = ""
+    while True:
+        conn.request("GET", f"{path}?limit={PAGE}" + (f"&continue={quote(cont)}" if cont else ""), headers=headers)
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"GET {path}: {resp.status} {resp.read()[:300]!r}")
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if resp.getheader("Content-Encoding") == "gzip" else None
+        head = bytearray()  # both encodings put the list's metadata, and so the token, first
+        while chunk := resp.read(256 << 10):
+            wire += len(chunk)
+            if inflate is not None:
+                chunk = inflate.decompress(chunk)
+            body += len(chunk)
+            if len(head) < 8192:
+                head += chunk
+        pages += 1
+        cont = protobuf_continue(bytes(head)) if media == "protobuf" else json_continue(bytes(head))
+        if not cont:
+            return {"pages": pages, "wire_bytes": wire, "bytes": body}
+
+
+# ---------------------------------------------------------------------------------------------- timing a child
+
+# Runs the command as a child of this small process and reports the child's wall time, CPU and peak RSS. Measuring
 # from perf.py itself would not do: a child's ru_maxrss starts from the RSS of the process it was forked from.
 _TIMER = """
 import os, sys, time
@@ -98,13 +169,23 @@ pid = os.fork()
 if pid == 0:
     os.execvp(sys.argv[1], sys.argv[1:])
 _, status, usage = os.wait4(pid, 0)
-sys.stderr.write(f"\\n@perf {time.perf_counter() - began} {usage.ru_maxrss * 1024}\\n")
+cpu = usage.ru_utime + usage.ru_stime
+sys.stderr.write(f"\\n@perf {time.perf_counter() - began} {cpu} {usage.ru_maxrss * 1024}\\n")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
+@dataclass
+class Sample:
+    seconds: float
+    cpu: float  # user + system seconds of the child
+    rss: int  # peak resident set, bytes
+    info: dict[str, Any] = field(default_factory=dict)  # what the command reported (pages, bytes, cycles ...)
+
+
 def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
-    """Wall time and peak RSS of one command; stdout goes to /dev/null, as in `> /dev/null`."""
+    """One run of a command; stdout goes to /dev/null, as in `> /dev/null`. A `@floor {...}` line on its stderr
+    is kept as the sample's info."""
     with tempfile.TemporaryFile() as err:
         code = subprocess.run([sys.executable, "-c", _TIMER, *cmd], stdout=subprocess.DEVNULL, stderr=err,
                               env=env).returncode
@@ -112,8 +193,10 @@ def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
         text = err.read().decode(errors="replace")
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {code}: {text[-2000:]}")
-    seconds, rss = text.rstrip().rsplit("\n", 1)[-1].split()[1:]
-    return Sample(float(seconds), int(rss))
+    seconds, cpu, rss = text.rstrip().rsplit("\n", 1)[-1].split()[1:]
+    info: dict[str, Any] = next((json.loads(line[7:]) for line in text.splitlines() if line.startswith("@floor ")),
+                                {})
+    return Sample(float(seconds), float(cpu), int(rss), info)
 
 
 def log(msg: str) -> None:
@@ -128,81 +211,174 @@ def available_memory() -> int:
     return 0
 
 
-# Peak RSS per pod seen at a smaller scale, to skip a command that would not fit in memory (kubectl and
-# json.load hold the whole list: at 150,000 pods kubectl get -o json would need ~25 GB).
-PER_POD: dict[str, float] = {}
+# ---------------------------------------------------------------------------------------------- upstream
+
+READ_ONLY = """
+from kubectl_desched.kube.config import KubeOptions, connect
+from kubectl_desched.kube.live import read_cluster
+read_cluster(connect(KubeOptions()))
+"""
+
+CYCLE_START = "Resetting pod evictor counters"  # logged at -v=3 when a cycle starts: informers are synced by then
+CYCLE_END = "Number of evictions/requests"
+UNDER, OVER = "Number of underutilized nodes", "Number of overutilized nodes"
 
 
-def affordable(t: Timings, name: str, pods: int) -> bool:
-    need = PER_POD.get(name, 0.0) * pods * 1.1
-    if need and need > available_memory() - (2 << 30):
-        t.skipped[name] = f"not run: needs ~{need / 2**30:.0f} GB, {available_memory() / 2**30:.0f} GB available"
-        log(f"  {name}: {t.skipped[name]}")
-        return False
-    return True
+def _proc_usage(pid: int) -> tuple[float, int]:
+    """CPU seconds and peak RSS so far of a running process (/proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss = int(line.split()[1]) * 1024
+    return cpu, rss
 
 
-def remember_memory(t: Timings, name: str, pods: int) -> None:
-    if name in t.samples:
-        PER_POD[name] = t.rss(name) / pods
+def run_descheduler(binary: Path, kubeconfig: Path, policy: Path, want: tuple[int, int], timeout: float
+                    ) -> tuple[Sample, Sample]:
+    """(informers synced, first complete cycle): the descheduler in dry-run, a cycle every second, stopped once
+    a cycle's (under-, over-utilized) node counts equal `want`, the tool's for the same cluster and thresholds."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(binary), "--dry-run", f"--policy-config-file={policy}", f"--kubeconfig={kubeconfig}",
+         "--descheduling-interval=1s", "--leader-elect=false", "--secure-port=0", "--logging-format=json", "--v=3"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Killed and reaped with os.kill/os.wait4, not Popen's kill and wait, which would reap it without its usage.
+    watchdog = threading.Timer(timeout, os.kill, (proc.pid, signal.SIGKILL))
+    watchdog.start()
+    synced: Sample | None = None
+    cycles: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    done = False
+    tail: list[bytes] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail = [*tail[-20:], line]
+            if not line.startswith(b"{"):
+                continue
+            entry = json.loads(line)
+            msg = entry.get("msg")
+            if msg == CYCLE_START:
+                if synced is None:
+                    cpu, rss = _proc_usage(proc.pid)
+                    synced = Sample(time.perf_counter() - began, cpu, rss)
+                counts = {}
+            elif msg in (UNDER, OVER):
+                counts[msg] = int(entry.get("totalNumber", -1))
+            elif msg == CYCLE_END:
+                seen = (counts.get(UNDER, 0), counts.get(OVER, 0))
+                cycles.append({"at": round(time.perf_counter() - began, 2), "under": seen[0], "over": seen[1],
+                               "evicted": entry.get("totalEvicted")})
+                if seen == want:
+                    done = True
+                    break
+    finally:
+        watchdog.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.stdout:
+            proc.stdout.close()
+    if not done or synced is None:
+        raise RuntimeError(f"descheduler (exit {proc.returncode}): no cycle saw {want} (under, over) nodes "
+                           f"in {timeout:.0f}s; cycles "
+                           f"{cycles[-5:]}\n{b''.join(tail).decode(errors='replace')[-3000:]}")
+    complete = Sample(cycles[-1]["at"], usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024,
+                      {"cycles": cycles})
+    return synced, complete
 
 
-def snapshot_file(work: Path, nodes: int, pods: int) -> Path:
-    path = work / f"snapshot-{nodes}-{pods}.json"
-    if not path.exists():
-        log(f"generating {path}")
-        tmp = path.with_suffix(".tmp")
-        subprocess.run([sys.executable, str(HERE / "gencluster.py"), "--nodes", str(nodes), "--pods", str(pods),
-                        "--out", str(tmp)], check=True)
-        tmp.rename(path)
-    return path
+# ---------------------------------------------------------------------------------------------- the apiserver
+
+def _metrics(cluster: Any) -> dict[str, float]:
+    """The pod LIST counters of the apiserver's /metrics."""
+    import urllib.request
+
+    req = urllib.request.Request(cluster.server + "/metrics",
+                                 headers={"Authorization": f"Bearer {cluster.tokens['admin']}"})
+    with urllib.request.urlopen(req, timeout=30, context=cluster._ssl) as r:
+        text = r.read().decode()
+    wanted = {
+        "from cache": re.compile(r'^apiserver_cache_list_total\{[^}]*resource="pods"[^}]*\} (\S+)', re.M),
+        "from storage": re.compile(r'^apiserver_storage_list_total\{[^}]*resource="pods"[^}]*\} (\S+)', re.M),
+        "etcd lists": re.compile(
+            r'^etcd_requests_total\{[^}]*operation="list",resource="pods"[^}]*\} (\S+)', re.M),
+    }
+    return {name: sum(float(v) for v in rx.findall(text)) for name, rx in wanted.items()}
 
 
-DESCHED = [str(Path(sys.executable).with_name("kubectl-desched"))]  # then the --baseline build, if any
+class Churn:
+    """Patches one pod's annotation every 2 s, as a live cluster always changes something: the watch cache's
+    resourceVersion moves on, and LIST pages are served from it as in production."""
+
+    def __init__(self, cluster: Any) -> None:
+        first = cluster.request("GET", "/api/v1/pods", query={"limit": "1"}).body["items"][0]["metadata"]
+        self.path = f"/api/v1/namespaces/{first['namespace']}/pods/{first['name']}"
+        self.cluster = cluster
+        self.stop = threading.Event()
+        self.patches = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(2.0):
+            body = {"metadata": {"annotations": {"bench.kubectl-desched/churn": str(self.patches)}}}
+            r = self.cluster.request("PATCH", self.path, body, content_type="application/merge-patch+json")
+            if r.ok:
+                self.patches += 1
+
+    def __enter__(self) -> Churn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
 
 
-def desched() -> str:
-    return DESCHED[0]
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
-def builds() -> list[tuple[str, str]]:
-    """(suffix of the timing's name, kubectl-desched executable) for this build and the --baseline one."""
-    return [("", DESCHED[0])] + [(" @baseline", exe) for exe in DESCHED[1:]]
+def bin_dir(name: str, script: str) -> Path:
+    """The directory a tests/cluster/build-* script prints (it builds once, then answers from its cache)."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.gobuilds import build
+
+    directory, why = build(script)
+    if directory is None:
+        sys.exit(f"error: {why}")
+    if not (directory / name).exists():
+        sys.exit(f"error: tests/cluster/{script} left no {name} in {directory}")
+    return directory
 
 
-def bench_snapshot(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> None:
-    path = snapshot_file(work, nodes, pods)
-    policy = work / "lownodeutilization.yaml"
-    policy.write_text(POLICY)
-    load = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(path)]
-    plain = affordable(t, "json.load", pods)
-    for i in range(runs):
-        log(f"  snapshot run {i + 1}/{runs}")
-        if plain:
-            t.add("json.load", measure(load))
-        for suffix, exe in builds():
-            t.add("run --from-file" + suffix, measure([exe, "run", "--from-file", str(path), "--policy", str(policy),
-                                                       "-o", "json"]))
-    with (work / f"run-{nodes}-{pods}.json").open("w") as f:
-        subprocess.run([desched(), "run", "--from-file", str(path), "--policy", str(policy), "-o", "json"],
-                       stdout=f, check=True)
-
-
-def loaded_cluster(work: Path, nodes: int, pods: int) -> apiload.LocalCluster:
+def loaded_cluster(work: Path, nodes: int, pods: int) -> Any:
     """A started cluster holding the generated objects; the etcd data is kept for the next run."""
+    import apiload
+    import gencluster
+
     cdir = work / f"cluster-{nodes}-{pods}"
     marker = cdir / "loaded"
     if not marker.exists():
         shutil.rmtree(cdir, ignore_errors=True)
-    cluster = apiload.bench_cluster(bin_dir(), cdir)
+    cluster = apiload.bench_cluster(bin_dir("kube-apiserver", "build-binaries"), cdir)
     cluster.start()
     try:
         if not marker.exists():
-            log(f"loading {nodes} nodes / {pods} pods into the apiserver at {cluster.server}")
+            log(f"loading {nodes:,} nodes / {pods:,} pods into the apiserver at {cluster.server}")
             began = time.monotonic()
-            with gencluster._no_gc():
-                plan = gencluster.plan_cluster(nodes, pods)
-                n = apiload.load(cluster, plan.items(), log=log)
+            with _gc_paused():
+                n = apiload.load(cluster, gencluster.plan_cluster(nodes, pods).items(), log=log)
             marker.write_text(f"{n} objects in {time.monotonic() - began:.0f}s\n")
             log(f"  {marker.read_text().strip()}")
         deadline = time.monotonic() + 600
@@ -216,69 +392,199 @@ def loaded_cluster(work: Path, nodes: int, pods: int) -> apiload.LocalCluster:
     return cluster
 
 
-def busiest_overutilized_node(out: Path) -> str:
-    doc = json.loads(out.read_text())
-    rows = [r for r in doc["nodes"] if r["class"].get("LowNodeUtilization") == "overutilized"] or doc["nodes"]
-    return max(rows, key=lambda r: r["now"]["pods"])["name"]
+def snapshot_file(work: Path, nodes: int, pods: int) -> Path:
+    """The same cluster as kubectl get -o json would write it (gencluster's default output)."""
+    path = work / f"snapshot-{nodes}-{pods}.json"
+    if not path.exists():
+        log(f"generating {path}")
+        tmp = path.with_suffix(".tmp")
+        subprocess.run([sys.executable, str(HERE / "gencluster.py"), "--nodes", str(nodes), "--pods", str(pods),
+                        "--out", str(tmp)], check=True)
+        tmp.rename(path)
+    return path
 
 
-def bench_live(work: Path, nodes: int, pods: int, runs: int, t: Timings) -> str:
+@contextlib.contextmanager
+def link_proxy(server: str, mbit: float, rtt_ms: float) -> Iterator[str]:
+    """bench/linkproxy.py in front of the apiserver; yields the proxied https://HOST:PORT."""
+    target = urlsplit(server)
+    proc = subprocess.Popen([sys.executable, str(HERE / "linkproxy.py"), "--upstream",
+                             f"{target.hostname}:{target.port}", "--mbit", str(mbit), "--rtt-ms", str(rtt_ms)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("listening "):
+            raise RuntimeError(f"linkproxy did not start: {line!r}")
+        yield f"https://{line.split()[1]}"  # the serving certificate names 127.0.0.1, whatever the port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def kubeconfig_via(original: Path, server: str, dest: Path) -> Path:
+    config = json.loads(original.read_text())
+    config["clusters"][0]["cluster"]["server"] = server
+    dest.write_text(json.dumps(config))
+    dest.chmod(0o600)
+    return dest
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+@dataclass
+class Step:
+    """One measured command of a round. `run` returns its samples by name (the descheduler gives two)."""
+
+    name: str
+    run: Callable[[], dict[str, Sample]]
+    live: bool = True  # count the apiserver's pod LISTs around it
+
+
+@dataclass
+class Timings:
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
+    lists: dict[str, dict[str, float]] = field(default_factory=dict)  # step -> counter -> total over the rounds
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def median(self, name: str, what: str = "seconds") -> float:
+        return statistics.median(getattr(s, what) for s in self.samples[name])
+
+    def rss(self, name: str) -> int:
+        return max(s.rss for s in self.samples[name])
+
+
+def interleave(steps: list[Step], runs: int, cluster: Any, t: Timings) -> None:
+    for i in range(runs):
+        order = steps[i % len(steps):] + steps[:i % len(steps)]  # each step leads once in a while
+        log(f"  round {i + 1}/{runs}")
+        for step in order:
+            before = _metrics(cluster) if step.live and cluster is not None else None
+            try:
+                found = step.run()
+            except RuntimeError as e:
+                t.skipped[step.name] = one_line(str(e))
+                log(f"    {step.name}: FAILED {t.skipped[step.name]}")
+                continue
+            if before is not None:
+                after = _metrics(cluster)
+                total = t.lists.setdefault(step.name, {})
+                for k in after:
+                    total[k] = total.get(k, 0.0) + after[k] - before[k]
+            for name, sample in found.items():
+                t.samples.setdefault(name, []).append(sample)
+                log(f"    {name}: {sample.seconds:.2f} s, cpu {sample.cpu:.2f} s, {sample.rss / 2**20:,.0f} MiB")
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def node_classes(doc: dict[str, Any]) -> tuple[int, int]:
+    """(under-, over-utilized) nodes in the tool's plan, as upstream counts them."""
+    classes = [r["class"].get("LowNodeUtilization") for r in doc["nodes"]]
+    return classes.count("under-utilized"), classes.count("over-utilized")
+
+
+def busiest_overutilized_node(doc: dict[str, Any]) -> str:
+    rows = [r for r in doc["nodes"] if r["class"].get("LowNodeUtilization") == "over-utilized"] or doc["nodes"]
+    return str(max(rows, key=lambda r: r["now"]["pods"])["name"])
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    nodes, pods = args.nodes, args.pods
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    policy = work / "lownodeutilization.yaml"
+    policy.write_text(POLICY)
+    t = Timings()
+    me = [sys.executable, str(Path(__file__).resolve())]
+    exe = args.exe
+    result: dict[str, Any] = {"nodes": nodes, "pods": pods, "runs": args.runs, "exe": exe,
+                              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "link": f"{args.mbit:g} Mbit/s, {args.rtt_ms:g} ms RTT"}
+    snap = snapshot_file(work, nodes, pods) if "snapshot" not in args.skip else None
     cluster = loaded_cluster(work, nodes, pods)
     try:
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-        kubectl = [str(cluster.bin_dir / "kubectl"), f"--cache-dir={cluster.work_dir / 'kubectl-cache'}"]
-        get = [*kubectl, "get", "pods", "-A", "-o", "json"]
-        balance = ["balance", "--dry-run=client", "-o", "json", "-A"]
-        out = work / f"balance-{nodes}-{pods}.json"
-        with out.open("w") as f:
-            subprocess.run([desched(), *balance], stdout=f, env=env, check=True)
-        node = busiest_overutilized_node(out)
-        plain = affordable(t, "kubectl get pods", pods)
-        for i in range(runs):
-            log(f"  live run {i + 1}/{runs}")
-            if plain:
-                t.add("kubectl get pods", measure(get, env))
-            for suffix, exe in builds():
-                t.add("balance" + suffix, measure([exe, *balance], env))
-                t.add("explain node" + suffix, measure([exe, "explain", "node", node], env))
-        return node
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed tool has its bytecode compiled
+        balance = [exe, "balance", "-A", "--dry-run=client", "-o", "json"]
+        first = work / f"balance-{nodes}-{pods}.json"
+        with first.open("w") as f:  # also warms the page cache and writes the tool's bytecode
+            subprocess.run(balance, stdout=f, env=env, check=True)
+        doc = json.loads(first.read_text())
+        node, want = busiest_overutilized_node(doc), node_classes(doc)
+        result.update(explained_node=node, node_classes={"under": want[0], "over": want[1]},
+                      candidates=len(doc["candidates"]))
+
+        def cmd(name: str, argv: list[str], run_env: dict[str, str] = env) -> Step:
+            return Step(name, lambda: {name: measure(argv, run_env)}, live=True)
+
+        def floor_step(name: str, kubeconfig: Path, media: str, gzip: bool) -> Step:
+            argv = [*me, "floor", "--kubeconfig", str(kubeconfig), "--media", media, "--gzip" if gzip else "--no-gzip"]
+            return Step(name, lambda: {name: measure(argv)})
+
+        steps: list[Step] = []
+        if "floors" not in args.skip:
+            for media in ("json", "protobuf"):
+                for gz in (False, True):
+                    steps.append(floor_step(f"floor {media}" + (" gzip" if gz else ""), cluster.kubeconfig, media, gz))
+        # The tool's own read of the cluster (nodes, pods, PDBs) and nothing after it: how far balance's reading is
+        # from the floor, apart from planning, the placement estimate and writing the plan.
+        read_only = [str(Path(exe).with_name("python")), "-c", READ_ONLY]
+        if "tool" not in args.skip:
+            steps += [cmd("balance", balance), cmd("balance: read only", read_only),
+                      cmd("explain node", [exe, "explain", "node", node])]
+        if "start" not in args.skip:
+            steps += [Step("version", lambda: {"version": measure([exe, "version"], env)}, live=False),
+                      Step("completion", lambda: {"completion": measure([exe, "__complete", "balance", "--no-"],
+                                                                         env)}, live=False)]
+        if "descheduler" not in args.skip:
+            binary = bin_dir("descheduler", "build-descheduler") / "descheduler"
+            timeout = max(180.0, 900.0 * pods / 150_000)
+            steps.append(Step("descheduler", lambda: dict(zip(
+                ("descheduler: informers synced", "descheduler: first complete cycle"),
+                run_descheduler(binary, cluster.kubeconfig, policy, want, timeout), strict=True))))
+        if snap is not None:
+            load = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(snap)]
+            need = 2.6 * snap.stat().st_size  # json.load held 8.9 GB for the 3.5 GB full-scale file
+            if need > available_memory() - (2 << 30):
+                t.skipped["json.load"] = f"not run: needs ~{need / 2**30:.0f} GiB"
+            else:
+                steps.append(Step("json.load", lambda: {"json.load": measure(load)}, live=False))
+            steps.append(Step("run --from-file", lambda: {"run --from-file": measure(
+                [exe, "run", "--from-file", str(snap), "--policy", str(policy), "-o", "json"], env)}, live=False))
+        with Churn(cluster) as churn, contextlib.ExitStack() as stack:
+            if "link" not in args.skip:
+                via = stack.enter_context(link_proxy(cluster.server, args.mbit, args.rtt_ms))
+                link_config = kubeconfig_via(cluster.kubeconfig, via, work / "link.kubeconfig")
+                link_env = {**env, "KUBECONFIG": str(link_config)}
+                for media, gz in (("json", True), ("protobuf", True), ("json", False)):
+                    if not gz and "link-json" in args.skip:  # ~90 s a round at full scale
+                        continue
+                    steps.append(floor_step(f"link: floor {media}" + (" gzip" if gz else ""), link_config, media, gz))
+                steps += [cmd("link: balance", balance, link_env), cmd("link: balance: read only", read_only, link_env)]
+            interleave(steps, args.runs, cluster, t)
+            result["churn_patches"] = churn.patches
+        if snap is not None:
+            with (work / f"run-{nodes}-{pods}.json").open("w") as f:
+                subprocess.run([exe, "run", "--from-file", str(snap), "--policy", str(policy), "-o", "json"],
+                               stdout=f, env=env, check=True)
+            result["plans"] = same_plan(first, work / f"run-{nodes}-{pods}.json")
     finally:
         cluster.stop()
+    result.update(skipped=t.skipped,
+                  median={k: t.median(k) for k in t.samples},
+                  cpu={k: t.median(k, "cpu") for k in t.samples},
+                  rss={k: t.rss(k) for k in t.samples},
+                  seconds={k: [round(s.seconds, 3) for s in v] for k, v in t.samples.items()},
+                  info={k: v[-1].info for k, v in t.samples.items() if v[-1].info},
+                  lists={k: {c: n / args.runs for c, n in v.items()} for k, v in t.lists.items()})
+    return result
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    def cell(r: dict[str, Any], name: str) -> str:
-        if name in r.get("skipped", {}):
-            return r["skipped"][name]
-        if name not in r["median"]:
-            return "-"
-        return f"{r['median'][name]:.2f} s / {r['rss'][name] / 2**20:,.0f} MB"
-
-    def ratio(r: dict[str, Any], a: str, b: str) -> str:
-        return f"{r['median'][a] / r['median'][b]:.2f}" if a in r["median"] and b in r["median"] else "-"
-
-    head = ("| nodes / pods | kubectl get pods -A -o json | balance --dry-run=client -o json | ratio "
-            "| explain node | json.load of the snapshot | run --from-file | ratio |")
-    lines = [head, "|" + "---|" * 8]
-    for r in results:
-        for suffix in ("", " @baseline"):
-            if "balance" + suffix not in r["median"] and "run --from-file" + suffix not in r["median"]:
-                continue
-            label = f"{r['nodes']:,} / {r['pods']:,}" + (" (baseline)" if suffix else "")
-            lines.append(
-                f"| {label} | {cell(r, 'kubectl get pods')} | {cell(r, 'balance' + suffix)} "
-                f"| {ratio(r, 'balance' + suffix, 'kubectl get pods')} | {cell(r, 'explain node' + suffix)} "
-                f"| {cell(r, 'json.load')} | {cell(r, 'run --from-file' + suffix)} "
-                f"| {ratio(r, 'run --from-file' + suffix, 'json.load')} |")
-    return "\n".join(lines)
-
-
-def same_plan(work: Path, nodes: int, pods: int) -> str:
+def same_plan(live: Path, snap: Path) -> str:
     """The live plan and the snapshot's: the same objects must give the same candidates."""
-    live, snap = work / f"balance-{nodes}-{pods}.json", work / f"run-{nodes}-{pods}.json"
-    if not (live.exists() and snap.exists()):
-        return "not compared"
-
     def key(path: Path) -> list[tuple[str, str, str]]:
         return [(c["namespace"], c["pod"], c["reason"]) for c in json.loads(path.read_text())["candidates"]]
 
@@ -286,50 +592,87 @@ def same_plan(work: Path, nodes: int, pods: int) -> str:
     return f"same {len(a)} candidates" if a == b else f"DIFFERENT: {len(a)} live, {len(b)} from the snapshot"
 
 
+# ---------------------------------------------------------------------------------------------- the report
+
+# (row, what it is compared with); the order of the table
+ROWS: list[tuple[str, str | None]] = [
+    ("floor json", None), ("floor json gzip", "floor json"), ("floor protobuf", "floor json"),
+    ("floor protobuf gzip", "floor json"),
+    ("descheduler: informers synced", "floor json"), ("descheduler: first complete cycle", "floor json"),
+    ("balance", "floor json"), ("balance: read only", "floor json"),
+    ("explain node", None), ("version", None), ("completion", None),
+    ("json.load", None), ("run --from-file", "json.load"),
+    ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),
+    ("link: floor json", "link: floor json gzip"), ("link: balance", "link: floor json gzip"),
+    ("link: balance: read only", "link: floor json gzip"),
+]
+
+
+def megabytes(n: float) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 10e6 else f"{n / 1e6:.2g} MB"
+
+
+def table(r: dict[str, Any]) -> str:
+    lines = ["| | wall | ratio | client CPU | peak RSS | pod LISTs per run: cache / etcd | transfer |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, versus in ROWS:
+        if name in r["skipped"]:
+            lines.append(f"| {name} | {r['skipped'][name]} | | | | | |")
+            continue
+        if name not in r["median"]:
+            continue
+        ratio = f"{r['median'][name] / r['median'][versus]:.2f}x {versus}" if versus in r["median"] else ""
+        step = "descheduler" if name.startswith("descheduler") else name
+        lists = r["lists"].get(step)
+        listed = f"{lists['from cache']:.0f} / {lists['etcd lists']:.0f}" if lists else ""
+        info = r["info"].get(name, {})
+        moved = (megabytes(info["wire_bytes"]) + (f" ({megabytes(info['bytes'])})"
+                                                  if info["bytes"] != info["wire_bytes"] else "")
+                 if "wire_bytes" in info else "")
+        lines.append(f"| {name} | {r['median'][name]:.2f} s | {ratio} | {r['cpu'][name]:.2f} s "
+                     f"| {r['rss'][name] / 2**20:,.0f} MiB | {listed} | {moved} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["floor"]:
+        ap = argparse.ArgumentParser(prog="perf.py floor", description="the paginated pod LIST, thrown away")
+        ap.add_argument("--kubeconfig", type=Path, required=True)
+        ap.add_argument("--media", choices=("json", "protobuf"), default="json")
+        ap.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=False)
+        a = ap.parse_args(argv[1:])
+        print("@floor " + json.dumps(floor(a.kubeconfig, a.media, a.gzip)), file=sys.stderr)
+        return 0
+    sys.path.insert(0, str(HERE))  # apiload, gencluster
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    ap.add_argument("--nodes", type=int, default=NODES)
-    ap.add_argument("--pods", type=int, default=PODS)
-    ap.add_argument("--scales", default="0.25,0.5,1", help="fractions of --nodes/--pods (default 0.25,0.5,1)")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", choices=("live", "snapshot"))
+    ap.add_argument("--scale", choices=SCALES, default="small", help="small 200/6,000, mid 1,000/30,000, "
+                    "full 5,000/150,000 nodes/pods (default small)")
+    ap.add_argument("--nodes", type=int, help="instead of --scale")
+    ap.add_argument("--pods", type=int, help="instead of --scale")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")
+    ap.add_argument("--skip", default="", help="comma-separated: floors, tool, start, descheduler, snapshot, link, "
+                    "link-json (the uncompressed JSON floor over the link)")
+    ap.add_argument("--mbit", type=float, default=100.0, help="the link's bandwidth (default 100 Mbit/s)")
+    ap.add_argument("--rtt-ms", type=float, default=20.0, help="the link's round-trip time (default 20 ms)")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",
                     help="generated snapshots and etcd data, kept between runs")
     ap.add_argument("--results", type=Path, help="also write the figures as JSON here")
-    ap.add_argument("--exe", default=DESCHED[0], help="the kubectl-desched to measure (default: this venv's)")
-    ap.add_argument("--baseline", metavar="EXE", help="another kubectl-desched to time side by side (before/after)")
+    ap.add_argument("--exe", default=str(Path(sys.executable).with_name("kubectl-desched")),
+                    help="the kubectl-desched to measure (default: this venv's)")
     args = ap.parse_args(argv)
-    DESCHED[0] = args.exe
-    if args.baseline:
-        DESCHED.append(args.baseline)
-    for exe in DESCHED:
-        if not os.access(exe, os.X_OK):
-            ap.error(f"{exe} is not executable (pip install -e . in this virtualenv)")
-    args.work.mkdir(parents=True, exist_ok=True)
-    results = []
-    for scale in (float(s) for s in args.scales.split(",")):
-        nodes, pods = round(args.nodes * scale), round(args.pods * scale)
-        log(f"{nodes} nodes / {pods} pods")
-        t = Timings()
-        node = None
-        if args.only != "live":
-            bench_snapshot(args.work, nodes, pods, args.runs, t)
-        if args.only != "snapshot":
-            node = bench_live(args.work, nodes, pods, args.runs, t)
-        plans = same_plan(args.work, nodes, pods)
-        log(f"  live plan vs snapshot plan: {plans}")
-        for name in ("json.load", "kubectl get pods"):
-            remember_memory(t, name, pods)
-        results.append({"nodes": nodes, "pods": pods, "runs": args.runs, "explained_node": node, "plans": plans,
-                        "skipped": t.skipped,
-                        "median": {k: t.median(k) for k in t.samples},
-                        "rss": {k: t.rss(k) for k in t.samples},
-                        "seconds": {k: [s.seconds for s in v] for k, v in t.samples.items()}})
-        print(table(results[-1:]), flush=True)
-        if args.results:
-            args.results.write_text(json.dumps(results, indent=2) + "\n")
-    print()
-    print(table(results))
+    args.nodes = args.nodes or SCALES[args.scale][0]
+    args.pods = args.pods or SCALES[args.scale][1]
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if not os.access(args.exe, os.X_OK):
+        ap.error(f"{args.exe} is not executable (pip install -e . in this virtualenv)")
+    log(f"{args.nodes:,} nodes / {args.pods:,} pods, {args.runs} interleaved rounds")
+    result = bench(args)
+    if args.results:
+        args.results.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\n{result['nodes']:,} nodes / {result['pods']:,} pods, medians of {result['runs']} interleaved rounds, "
+          f"{result['date']}; link {result['link']}; {result.get('plans', '')}")
+    print(table(result))
     return 0
 
 

@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 import click
-from tabulate import tabulate
 
 from kubectl_desched import __version__, app, completion
 from kubectl_desched.commandline.checks import name, pod_reference
@@ -169,6 +168,8 @@ def plugins(output: str) -> None:
         widths.append(50)
         for cells, r in zip(table, rows, strict=True):
             cells.append(r["description"])
+    from tabulate import tabulate  # here: every other command starts without it
+
     click.echo(tabulate(table, headers=headers, tablefmt="plain", maxcolwidths=widths))
 
 

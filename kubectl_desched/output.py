@@ -9,8 +9,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tabulate import tabulate
-
 from kubectl_desched.errors import UsageError
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
@@ -147,6 +145,8 @@ def columns(spec: str) -> list[tuple[str, Any]]:
 
 
 def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str:
+    from tabulate import tabulate  # here: the CLI imports this module, and tabulate is a third of its start
+
     cols = columns(spec)
     rows = [[",".join(_text(m.value) for m in path.find(item)) or "<none>" for _h, path in cols] for item in items]
     return tabulate(rows, headers=[h for h, _p in cols] if headers else (), tablefmt="plain")

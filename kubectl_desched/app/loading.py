@@ -69,7 +69,6 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
-    from kubectl_desched.kube.live import OPTIONAL_KINDS
     if opts.access.from_files:
         if opts.acting.yes or opts.acting.dry_run == "server":
             raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
@@ -77,7 +76,10 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
         state = load_snapshot(opts.access.from_files)
         conn = None
         for kind in sorted(kinds or ()):
-            if kind not in state.extra and kind not in OPTIONAL_KINDS:
+            if kind in state.extra:
+                continue
+            from kubectl_desched.kube.live import OPTIONAL_KINDS  # only here: a snapshot reads without urllib3
+            if kind not in OPTIONAL_KINDS:
                 how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
                 raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")
     elif one_node is not None:

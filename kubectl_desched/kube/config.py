@@ -15,16 +15,16 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-from kubernetes import client as k8s_client
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import ConfigNode, KubeConfigLoader
+from typing import TYPE_CHECKING, Any
 
 from kubectl_desched import safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.shapes import printable
+
+if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
+    from kubernetes import client as k8s_client
+    from kubernetes.config.kube_config import ConfigNode
 
 _OVERRIDE_CONTEXT = "kubectl-desched/override"
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -99,17 +99,33 @@ _REDACTED = "<redacted>"
 
 
 @dataclass
-class _Merged:
-    """The files merged as the client's KubeConfigMerger does (`config` is what KubeConfigLoader takes), each entry
-    a ConfigNode named by its file, list and name only."""
+class _Entry:
+    """One clusters/contexts/users entry, named by its file, list and name only (a ConfigNode's parts)."""
 
-    config: ConfigNode
+    label: str
+    value: dict
+    path: str
+
+
+@dataclass
+class _Merged:
+    """The files merged as the client's KubeConfigMerger does: `config` holds the first file's top-level keys and,
+    under clusters/contexts/users, the winning _Entry of each name; config_node() is what KubeConfigLoader takes."""
+
+    config: dict[str, Any]
     paths: list[str]
     config_files: dict[str, dict]
     secrets: set[str]
 
     def scrub(self, message: str) -> str:
         return scrub(message, self.secrets)
+
+    def config_node(self) -> ConfigNode:
+        from kubernetes.config.kube_config import ConfigNode
+
+        tree = {k: [ConfigNode(e.label, e.value, e.path) if isinstance(e, _Entry) else e for e in v]
+                if k in _ENTRIES else v for k, v in self.config.items()}
+        return ConfigNode(f"kubeconfig {self.paths[0]}", tree, self.paths[0])
 
 
 def scrub(message: str, secrets: set[str]) -> str:
@@ -175,17 +191,17 @@ def _merged(opts: KubeOptions) -> tuple[_Merged, str] | None:
         if merged is None:
             base = {k: v for k, v in doc.items() if k not in _ENTRIES}
             base.update({item: [] for item in _ENTRIES})
-            merged = _Merged(ConfigNode(f"kubeconfig {path}", base, path), [], {}, set())
+            merged = _Merged(base, [], {}, set())
         merged.paths.append(path)
         merged.config_files[path] = doc
         merged.secrets |= secrets
         for item in _ENTRIES:  # kubectl: for each name the first file that has it wins
-            have = {getattr(e, "value", e)["name"] for e in merged.config.value[item]}
+            have = {e.value["name"] for e in merged.config[item]}
             for entry in doc.get(item) or ():
                 if entry["name"] not in have:
                     have.add(entry["name"])
                     name = f"kubeconfig {path}: {item}[name={printable(entry['name'])}]"
-                    merged.config.value[item].append(ConfigNode(name, entry, path))
+                    merged.config[item].append(_Entry(name, entry, path))
     assert merged is not None
     current = ""
     for p in merged.paths:  # kubectl: the first file that sets current-context wins
@@ -211,8 +227,8 @@ def kubeconfig_names(kubeconfig: str | None, section: str) -> list[str]:
 
 
 def _context_entry(merger: _Merged, name: str) -> dict:
-    for ctx in merger.config.value["contexts"]:
-        value = ctx.value if hasattr(ctx, "value") else ctx
+    for ctx in merger.config["contexts"]:
+        value = getattr(ctx, "value", ctx)
         if isinstance(value, dict) and value.get("name") == name:
             entry = value.get("context") or {}
             for key in ("cluster", "user", "namespace"):
@@ -223,7 +239,7 @@ def _context_entry(merger: _Merged, name: str) -> dict:
 
 
 def _named(merger: _Merged, kind: str, name: str | None) -> dict | None:
-    for item in merger.config.value[kind]:
+    for item in merger.config[kind]:
         value = getattr(item, "value", item)
         if isinstance(value, dict) and value.get("name") == name:
             return value
@@ -271,6 +287,10 @@ def _timeout(opts: KubeOptions) -> Timeout:
 
 
 def connect(opts: KubeOptions) -> Connection:
+    from kubernetes import client as k8s_client
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
     cfg = k8s_client.Configuration()
     merged = _merged(opts)
     if merged is None:
@@ -296,6 +316,10 @@ def connect(opts: KubeOptions) -> Connection:
 
 
 def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
+    from kubernetes import client as k8s_client
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader
+
     if not ctx_name:
         raise UsageError("the kubeconfig has no current-context; pass --context")
     entry = dict(_context_entry(merger, ctx_name))
@@ -303,19 +327,20 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
         entry["cluster"] = opts.cluster
     if opts.user:
         entry["user"] = opts.user
-    contexts = merger.config.value["contexts"]
+    contexts = merger.config["contexts"]
     contexts[:] = [c for c in contexts if (getattr(c, "value", c) or {}).get("name") != _OVERRIDE_CONTEXT]
     contexts.append({"name": _OVERRIDE_CONTEXT, "context": entry})
     for kind, key in (("clusters", "cluster"), ("users", "user")):
         name = entry.get(key)
-        if name and not any((getattr(c, "value", c) or {}).get("name") == name for c in merger.config.value[kind]):
+        if name and not any((getattr(c, "value", c) or {}).get("name") == name for c in merger.config[kind]):
             if key == "user" and not opts.user:
                 continue  # kubectl tolerates a context naming a missing user: no credentials
             raise UsageError(f'{key} "{printable(name)}" does not exist in the kubeconfig')
     if not entry.get("cluster"):
         raise UsageError(f'context "{printable(ctx_name)}" names no cluster')
     try:
-        loader = KubeConfigLoader(config_dict=merger.config, active_context=_OVERRIDE_CONTEXT, config_base_path=None)
+        loader = KubeConfigLoader(config_dict=merger.config_node(), active_context=_OVERRIDE_CONTEXT,
+                                  config_base_path=None)
         with _client_log() as logged:
             loader.load_and_set(cfg)
         user = _named(merger, "users", entry.get("user"))
