@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kubectl_desched.kube.overrides import ConnectionFlags
+
 if TYPE_CHECKING:  # the kubernetes client loads with kube.config: only for a command that connects
     from kubectl_desched.kube.config import KubeOptions
 
@@ -26,11 +28,15 @@ class ClusterAccess:
     as_user: str | None = None
     as_groups: tuple[str, ...] = ()
     as_uid: str | None = None
+    flags: ConnectionFlags = field(default_factory=ConnectionFlags)  # -s/--server, --token, TLS files and names
+    chunk_size: int = 500
+    verbosity: int = 0  # -v/--v
 
     def kube(self) -> KubeOptions:
         from kubectl_desched.kube.config import KubeOptions
         return KubeOptions(self.kubeconfig, self.context, self.cluster, self.user, self.namespace,
-                           self.request_timeout, self.as_user, self.as_groups, self.as_uid)
+                           self.request_timeout, self.as_user, self.as_groups, self.as_uid, self.flags,
+                           self.chunk_size, self.verbosity)
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class ScopeOptions:
     all_namespaces: bool = False
     exclude_namespaces: tuple[str, ...] = ()
     selector: str | None = None
+    field_selector: str | None = None
     nodes: tuple[str, ...] = ()
     node_selector: str | None = None
 

@@ -37,6 +37,14 @@ def read_node(conn: Connection, name: str, **kw: Any) -> ClusterState | None:
     return read_node(conn, name, **kw)
 
 
+def match_fields(conn: Connection, scope: Scope) -> None:
+    """--field-selector against a cluster: the server says which pods match (it knows every field label)."""
+    if scope.pod_fields_text:
+        from kubectl_desched.kube.live import pod_keys_matching
+        keys = pod_keys_matching(conn, scope.pod_fields_text)
+        scope.pod_fields = lambda pod: pod.key in keys
+
+
 @dataclass
 class Loaded:
     state: ClusterState
@@ -85,6 +93,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     elif one_node is not None:
         conn = connect(opts.access.kube())
         found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
+        match_fields(conn, scope)
         if found is None:
             raise DeschedError(f'node "{one_node}" not found')
         return Loaded(found, conn, scope, text)  # --nodes may name nodes this read does not see
@@ -96,6 +105,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
             state = read_cluster(conn, node_names=names, progress=progress, warn=warn, kinds=kinds or set())
         finally:
             progress.done()
+        match_fields(conn, scope)
     if scope.node_names:
         missing = sorted(scope.node_names - set(state.nodes))
         if missing:

@@ -1,7 +1,8 @@
-"""Which namespaces, pods and nodes a command covers, from -n/-A/-l/--nodes/--node-selector."""
+"""Which namespaces, pods and nodes a command covers, from -n/-A/-l/--field-selector/--nodes/--node-selector."""
 
 from __future__ import annotations
 
+from kubectl_desched import fieldselectors
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.runner import Scope
 from kubectl_desched.options import Options
@@ -42,6 +43,16 @@ def resolve_scope(opts: Options, *, policy_given: bool) -> tuple[Scope, str]:
             raise UsageError(f"-l/--selector: {e}") from None
         scope.pod_selector_text = given.selector
         text += f", pods -l {given.selector}"
+    if given.field_selector:
+        try:
+            if opts.access.from_files:
+                scope.pod_fields = fieldselectors.local_matcher(given.field_selector)
+            else:
+                fieldselectors.parse(given.field_selector)  # the server matches it once connected (app/loading)
+        except ValueError as e:
+            raise UsageError(f"--field-selector: {e}") from None
+        scope.pod_fields_text = given.field_selector
+        text += f", pods --field-selector {given.field_selector}"
     if given.nodes:
         scope.node_names = set(given.nodes)
         text += f", nodes {','.join(sorted(scope.node_names))}"

@@ -15,6 +15,8 @@ from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import UsageError
+from kubectl_desched.framework.flags import INT32_MAX
+from kubectl_desched.kube.overrides import ConnectionFlags
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.options import (
     DEFAULT_TIMEOUT,
@@ -53,6 +55,8 @@ class OptionGroup(Generic[T]):
 
 
 IMPERSONATION = ("as_user", "as_groups", "as_uid")
+CONNECTION = ("server", "token", "certificate_authority", "client_certificate", "client_key",
+              "insecure_skip_tls_verify", "tls_server_name")
 
 
 def _access(v: dict[str, Any]) -> ClusterAccess:
@@ -61,11 +65,14 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
         raise UsageError("--from-file: the file name must not be empty")
     if files.count("-") > 1:
         raise UsageError("--from-file -: standard input can be read only once")
-    if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user", *IMPERSONATION)):
-        raise UsageError("--from-file reads a snapshot: --kubeconfig, --context, --cluster, --user, --as do not apply")
+    if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user", *IMPERSONATION, *CONNECTION)):
+        raise UsageError("--from-file reads a snapshot: the flags that reach a cluster (--kubeconfig, --context, "
+                         "-s/--server, --token, --as, ...) do not apply")
+    flags = ConnectionFlags(**{k: v[k] for k in CONNECTION})
+    flags.check()
     return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
                          checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files,
-                         v["as_user"], tuple(v["as_groups"]), v["as_uid"])
+                         v["as_user"], tuple(v["as_groups"]), v["as_uid"], flags, v["chunk_size"], v["verbosity"])
 
 
 cluster_access = OptionGroup("access", [
@@ -76,12 +83,31 @@ cluster_access = OptionGroup("access", [
            help="Kubeconfig cluster to use instead of the context's."),
     option(CLUSTER_ACCESS, "--user", shell_complete=completion.users,
            help="Kubeconfig user to use instead of the context's."),
+    option(CLUSTER_ACCESS, "-s", "--server", metavar="URL",
+           help="Address of the Kubernetes API server, instead of the kubeconfig cluster's."),
+    option(CLUSTER_ACCESS, "--token", metavar="TOKEN", help="Bearer token for the API server, instead of the "
+           "kubeconfig user's credentials (client certificates stay)."),
+    option(CLUSTER_ACCESS, "--certificate-authority", metavar="FILE", shell_complete=completion.files,
+           help="CA certificate file to verify the server with."),
+    option(CLUSTER_ACCESS, "--client-certificate", metavar="FILE", shell_complete=completion.files,
+           help="Client certificate file for TLS."),
+    option(CLUSTER_ACCESS, "--client-key", metavar="FILE", shell_complete=completion.files,
+           help="Client key file for TLS."),
+    option(CLUSTER_ACCESS, "--insecure-skip-tls-verify", is_flag=True,
+           help="Do not verify the server's certificate (insecure)."),
+    option(CLUSTER_ACCESS, "--tls-server-name", metavar="NAME",
+           help="Server name to verify the server's certificate against (and send as SNI)."),
     option(CLUSTER_ACCESS, "--as", "as_user", metavar="USER",
            help="Username to impersonate (the RBAC preflight checks this identity), as kubectl's --as."),
     option(CLUSTER_ACCESS, "--as-group", "as_groups", multiple=True, metavar="GROUP", help="Group to impersonate."),
     option(CLUSTER_ACCESS, "--as-uid", metavar="UID", help="UID to impersonate."),
     option(CLUSTER_ACCESS, "--request-timeout", default="0", metavar="DURATION",
            help="Timeout of each API request, e.g. 30s (0: none, like kubectl)."),
+    option(CLUSTER_ACCESS, "--chunk-size", type=checks.Count(0, INT32_MAX), default=500, show_default=True,
+           metavar="N", help="Pods per LIST page, as kubectl's (0: each list in one answer)."),
+    option(CLUSTER_ACCESS, "-v", "--v", "verbosity", type=checks.Count(0, 10), default=0, metavar="LEVEL",
+           help="Log the API requests on stderr, as kubectl: 6 URLs, status and times; 7 headers too "
+                "(credentials masked); 8 and 9 the answers' first 1 KiB and 64 KiB."),
     option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completion.files,
            help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
                 "cluster (repeatable, - for stdin). Nothing can be evicted."),
@@ -94,6 +120,7 @@ def _scope(v: dict[str, Any]) -> ScopeOptions:
         all_namespaces=v["all_namespaces"],
         exclude_namespaces=checks.names("--exclude-namespace", v["exclude_namespaces"], dns1123_label_problem),
         selector=checks.selector("-l/--selector", v["selector"]),
+        field_selector=v["field_selector"],
         nodes=checks.names("--nodes", v["nodes"], dns1123_subdomain_problem) if v["nodes"] is not None else (),
         node_selector=checks.selector("--node-selector", v["node_selector"]))
 
@@ -107,6 +134,10 @@ scope = OptionGroup("scope", [
            shell_complete=completion.namespaces,
            help="Pods in these namespaces are never candidates (repeatable or comma-separated)."),
     option(SCOPE, "-l", "--selector", metavar="LABELS", help="Only pods matching this label selector are candidates."),
+    option(SCOPE, "--field-selector", metavar="FIELDS",
+           help="Only pods matching this field selector are candidates, e.g. status.phase=Running or "
+                "spec.nodeName!=n1 (the API server matches it; a snapshot answers metadata.name, metadata.namespace, "
+                "spec.nodeName, spec.schedulerName, status.phase)."),
     option(SCOPE, "--nodes", metavar="A,B", shell_complete=completion.nodes, help="Only these nodes are considered."),
     option(SCOPE, "--node-selector", metavar="LABELS", help="Only nodes matching this label selector are considered."),
 ], _scope)

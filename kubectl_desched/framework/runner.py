@@ -25,6 +25,8 @@ class Scope:
     excluded_namespaces: set[str] = field(default_factory=set)
     pod_selector: Matcher | None = None
     pod_selector_text: str = ""
+    pod_fields: Callable[[Pod], bool] | None = None  # --field-selector, answered by the server or the snapshot
+    pod_fields_text: str = ""
     node_names: set[str] | None = None
     node_selector: Matcher | None = None
 
@@ -35,6 +37,8 @@ class Scope:
             return f"namespace {pod.namespace} excluded (--exclude-namespace)"
         if self.pod_selector is not None and not self.pod_selector(pod.labels):
             return f"labels do not match -l {self.pod_selector_text}"
+        if self.pod_fields is not None and not self.pod_fields(pod):
+            return f"fields do not match --field-selector {self.pod_fields_text}"
         return None
 
     def node_ok(self, node: Node) -> bool:

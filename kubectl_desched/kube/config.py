@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from kubectl_desched import safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.kube import httplog, overrides
 from kubectl_desched.shapes import printable
 
 if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
     from kubernetes import client as k8s_client
-    from kubernetes.config.kube_config import ConfigNode
 
 _OVERRIDE_CONTEXT = "kubectl-desched/override"
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -42,21 +43,45 @@ class KubeOptions:
     as_user: str | None = None  # kubectl's --as, --as-group, --as-uid: impersonation headers on every request
     as_groups: tuple[str, ...] = ()
     as_uid: str | None = None
+    flags: overrides.ConnectionFlags = field(default_factory=overrides.ConnectionFlags)
+    chunk_size: int = 500  # kubectl's --chunk-size: pods per LIST page; 0 reads each list in one answer
+    verbosity: int = 0  # kubectl's -v: request logging (httplog)
 
 
-def impersonate(api: k8s_client.ApiClient, opts: KubeOptions) -> k8s_client.ApiClient:
-    """Kubectl's impersonation: the server acts (and authorizes, the RBAC preflight included) as this identity."""
+def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.ApiClient:
+    """The client every request goes through. It sends kubectl's impersonation headers, so the server acts (and
+    authorizes, the RBAC preflight included) as that identity: one Impersonate-Group header per group, as the
+    apiserver reads them (the client's default headers hold one value per name). It logs what -v asks for."""
+    from kubernetes import client as k8s_client
+    from urllib3 import HTTPHeaderDict
+
     if (opts.as_groups or opts.as_uid) and not opts.as_user:
         raise UsageError("--as-group and --as-uid require --as")
+    groups = opts.as_groups
+
+    class KubectlClient(k8s_client.ApiClient):
+        def call_api(self, method: str, url: str, header_params: Any = None, *args: Any, **kw: Any) -> Any:
+            headers = HTTPHeaderDict(header_params or {})
+            for group in groups:  # urllib3 sends each added value as its own header line
+                headers.add("Impersonate-Group", group)
+            if not httplog.enabled(6):
+                return super().call_api(method, url, headers, *args, **kw)
+            if httplog.enabled(7):
+                httplog.log(f'"Request" verb="{method}" url="{url}" headers: {httplog.headers(headers.items())}')
+            start = time.monotonic()
+            try:
+                resp = super().call_api(method, url, headers, *args, **kw)
+            except Exception as e:
+                httplog.failure(method, url, e, time.monotonic() - start)
+                raise
+            httplog.response(method, url, resp.status, resp.reason or "", time.monotonic() - start)
+            return resp
+
+    api = KubectlClient(cfg)
     if opts.as_user:
         api.set_default_header("Impersonate-User", opts.as_user)
         if opts.as_uid:
             api.set_default_header("Impersonate-Uid", opts.as_uid)
-        # The apiserver wants one header per group but the client keeps one value per header name.
-        if len(opts.as_groups) > 1:
-            raise UsageError("--as-group: only one group can be impersonated for now")
-        if opts.as_groups:
-            api.set_default_header("Impersonate-Group", opts.as_groups[0])
     return api
 
 
@@ -67,6 +92,7 @@ class Connection:
     context: str
     namespace: str
     timeout: Timeout = field(default=None)
+    chunk_size: int = 500
 
 
 def _kubeconfig_paths(opts: KubeOptions) -> tuple[str, list[str]]:
@@ -110,7 +136,7 @@ class _Entry:
 @dataclass
 class _Merged:
     """The files merged as the client's KubeConfigMerger does: `config` holds the first file's top-level keys and,
-    under clusters/contexts/users, the winning _Entry of each name; config_node() is what KubeConfigLoader takes."""
+    under clusters/contexts/users, the winning _Entry of each name."""
 
     config: dict[str, Any]
     paths: list[str]
@@ -119,13 +145,6 @@ class _Merged:
 
     def scrub(self, message: str) -> str:
         return scrub(message, self.secrets)
-
-    def config_node(self) -> ConfigNode:
-        from kubernetes.config.kube_config import ConfigNode
-
-        tree = {k: [ConfigNode(e.label, e.value, e.path) if isinstance(e, _Entry) else e for e in v]
-                if k in _ENTRIES else v for k, v in self.config.items()}
-        return ConfigNode(f"kubeconfig {self.paths[0]}", tree, self.paths[0])
 
 
 def scrub(message: str, secrets: set[str]) -> str:
@@ -238,14 +257,6 @@ def _context_entry(merger: _Merged, name: str) -> dict:
     raise UsageError(f'context "{printable(name)}" does not exist in the kubeconfig')
 
 
-def _named(merger: _Merged, kind: str, name: str | None) -> dict | None:
-    for item in merger.config[kind]:
-        value = getattr(item, "value", item)
-        if isinstance(value, dict) and value.get("name") == name:
-            return value
-    return None
-
-
 @contextlib.contextmanager
 def _client_log() -> Iterator[list[str]]:
     """Collect what the kubernetes client logs while loading credentials, instead of printing it."""
@@ -288,75 +299,107 @@ def _timeout(opts: KubeOptions) -> Timeout:
 
 def connect(opts: KubeOptions) -> Connection:
     from kubernetes import client as k8s_client
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import InClusterConfigLoader
 
+    opts.flags.check()
+    httplog.set_verbosity(opts.verbosity)
     cfg = k8s_client.Configuration()
     merged = _merged(opts)
     if merged is None:
-        if not _in_cluster():
-            where = opts.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            raise UsageError(f"no kubeconfig found at {where} and not running in a cluster; pass --kubeconfig")
-        try:
-            # the same directory _in_cluster() checked, not the client's own copy of the path
-            InClusterConfigLoader(token_filename=f"{_SA_DIR}/token",
-                                  cert_filename=f"{_SA_DIR}/ca.crt").load_and_set(cfg)
-        except ConfigException as e:
-            raise DeschedError(f"in-cluster configuration: {e}") from None
-        with open(f"{_SA_DIR}/namespace") as f:
-            namespace = opts.namespace or f.read().strip() or "default"
-        return Connection(impersonate(k8s_client.ApiClient(cfg), opts), cfg.host, "(in-cluster)", namespace,
-                          _timeout(opts))
-
+        if not opts.flags.server:
+            if not _in_cluster():
+                where = opts.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+                raise UsageError(f"no kubeconfig found at {where} and not running in a cluster; pass --kubeconfig")
+            return _connect_in_cluster(opts, cfg)
+        # kubectl needs no kubeconfig when the flags name the server
+        merged = _Merged({item: [] for item in _ENTRIES}, ["(flags)"], {}, set()), ""
     merger, ctx_name = merged
+    if opts.flags.token:
+        merger.secrets.add(opts.flags.token)
     try:
         return _connect(opts, cfg, merger, ctx_name)
     except DeschedError as e:  # the client's words may quote the files: no credential leaves here
         raise type(e)(merger.scrub(str(e))) from None
 
 
-def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
-    from kubernetes import client as k8s_client
+def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Connection:
     from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.kube_config import KubeConfigLoader
+    from kubernetes.config.incluster_config import InClusterConfigLoader
 
-    if not ctx_name:
+    try:
+        # the same directory _in_cluster() checked, not the client's own copy of the path
+        InClusterConfigLoader(token_filename=f"{_SA_DIR}/token",
+                              cert_filename=f"{_SA_DIR}/ca.crt").load_and_set(cfg)
+    except ConfigException as e:
+        raise DeschedError(f"in-cluster configuration: {e}") from None
+    flags = opts.flags  # client-go lays the server, token and CA flags over the service account's
+    if flags.token:
+        cfg.api_key = {"BearerToken": f"Bearer {flags.token}"}
+        cfg.refresh_api_key_hook = None
+    if flags.certificate_authority or flags.insecure_skip_tls_verify:
+        cfg.ssl_ca_cert = overrides.cluster({}, flags).get("certificate-authority")
+        cfg.verify_ssl = not flags.insecure_skip_tls_verify
+    with open(f"{_SA_DIR}/namespace") as f:
+        namespace = opts.namespace or f.read().strip() or "default"
+    return Connection(api_client(cfg, opts), cfg.host, "(in-cluster)", namespace, _timeout(opts),
+                      opts.chunk_size)
+
+
+def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import ConfigNode, KubeConfigLoader
+
+    flags = opts.flags
+    if ctx_name:
+        entry = dict(_context_entry(merger, ctx_name))
+    elif flags.server:
+        entry = {}
+    else:
         raise UsageError("the kubeconfig has no current-context; pass --context")
-    entry = dict(_context_entry(merger, ctx_name))
     if opts.cluster:
         entry["cluster"] = opts.cluster
     if opts.user:
         entry["user"] = opts.user
-    contexts = merger.config["contexts"]
-    contexts[:] = [c for c in contexts if (getattr(c, "value", c) or {}).get("name") != _OVERRIDE_CONTEXT]
-    contexts.append({"name": _OVERRIDE_CONTEXT, "context": entry})
+    found: dict[str, _Entry | None] = {}
     for kind, key in (("clusters", "cluster"), ("users", "user")):
         name = entry.get(key)
-        if name and not any((getattr(c, "value", c) or {}).get("name") == name for c in merger.config[kind]):
+        found[key] = next((e for e in merger.config[kind] if isinstance(e, _Entry) and e.value["name"] == name),
+                          None) if name else None
+        if name and found[key] is None:
             if key == "user" and not opts.user:
                 continue  # kubectl tolerates a context naming a missing user: no credentials
             raise UsageError(f'{key} "{printable(name)}" does not exist in the kubeconfig')
-    if not entry.get("cluster"):
+    if not entry.get("cluster") and not flags.server:
         raise UsageError(f'context "{printable(ctx_name)}" names no cluster')
+    where = f"kubeconfig context {printable(ctx_name)}" if ctx_name else "the connection flags"
+    cluster_entry, user_entry = found["cluster"], found["user"]
+    cluster = overrides.cluster((cluster_entry.value.get("cluster") or {}) if cluster_entry else {}, flags)
+    user = overrides.user((user_entry.value.get("user") or {}) if user_entry else {}, flags)
+
+    def node(found_entry: _Entry | None, kind: str, value: dict) -> ConfigNode:
+        label, path = (found_entry.label, found_entry.path) if found_entry else (f"{kind} from the flags", None)
+        return ConfigNode(label, {"name": _OVERRIDE_CONTEXT, kind: value}, path)
+
+    tree = {"contexts": [{"name": _OVERRIDE_CONTEXT,
+                          "context": {"cluster": _OVERRIDE_CONTEXT, "user": _OVERRIDE_CONTEXT}}],
+            "clusters": [node(cluster_entry, "cluster", cluster)], "users": [node(user_entry, "user", user)]}
     try:
-        loader = KubeConfigLoader(config_dict=merger.config_node(), active_context=_OVERRIDE_CONTEXT,
-                                  config_base_path=None)
+        loader = KubeConfigLoader(config_dict=ConfigNode(where, tree, merger.paths[0]),
+                                  active_context=_OVERRIDE_CONTEXT, config_base_path=None)
         with _client_log() as logged:
             loader.load_and_set(cfg)
-        user = _named(merger, "users", entry.get("user"))
-        if user and "exec" in (user.get("user") or {}) and not (cfg.api_key or cfg.cert_file):
+        if "exec" in user and not (cfg.api_key or cfg.cert_file):
             # The client only logs a failed exec plugin and goes on without credentials; kubectl stops.
             why = logged[0] if logged else "it returned no token or client certificate"
             raise UsageError(f'kubeconfig user "{printable(entry.get("user") or "")}": exec credential plugin failed: '
                              f'{why}')
     except ConfigException as e:
-        raise UsageError(f"kubeconfig context {printable(ctx_name)}: {e}") from None
+        raise UsageError(f"{where}: {e}") from None
     except UsageError:
         raise
     except Exception as e:
-        raise UsageError(f"kubeconfig context {printable(ctx_name)}: cannot load credentials: "
-                         f"{e or type(e).__name__}") from None
+        raise UsageError(f"{where}: cannot load credentials: {e or type(e).__name__}") from None
     if not cfg.host:
         raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
     namespace = opts.namespace or entry.get("namespace") or "default"
-    return Connection(impersonate(k8s_client.ApiClient(cfg), opts), cfg.host, ctx_name, namespace, _timeout(opts))
+    return Connection(api_client(cfg, opts), cfg.host, ctx_name or cfg.host, namespace, _timeout(opts),
+                      opts.chunk_size)

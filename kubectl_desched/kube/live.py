@@ -15,7 +15,7 @@ import urllib3
 
 from kubectl_desched import wire
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube import decode
+from kubectl_desched.kube import decode, httplog
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import ParseError, cycle_collector_paused, from_json, node_from_json
 from kubectl_desched.sanitize import one_line, shown
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int], None]
 PageParser = Callable[[bytes, str], tuple[list[Any], str]]
-PAGE_SIZE = 500  # kubectl's chunk size
 
 
 class NotJSON(urllib3.exceptions.ProtocolError, json.JSONDecodeError):
@@ -173,17 +172,19 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                body: Any = None, timeout: Timeout = None) -> bytes:
+                body: Any = None, timeout: Timeout = None, accept: str = "application/json") -> bytes:
     api = conn.api
     # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~5x smaller),
     # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
-    headers = {"Accept": "application/json", "Content-Type": "application/json", "Accept-Encoding": "gzip"}
+    headers = {"Accept": accept, "Content-Type": "application/json", "Accept-Encoding": "gzip"}
     method, url, headers, body, post = api.param_serialize(
         method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"],
     )
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                         _request_timeout=timeout or conn.timeout)
     data = resp.read()
+    if httplog.enabled(8):
+        httplog.body(data)
     if not 200 <= resp.status <= 299:
         raise api_exception()(http_resp=resp)
     return data
@@ -206,20 +207,20 @@ _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
 
 
 def list_pages(conn: Connection, path: str, *, field_selector: str | None = None,
-               progress: Progress | None = None, label: str = "", parse: PageParser = list_page
-               ) -> Iterator[list[Any]]:
+               progress: Progress | None = None, label: str = "", parse: PageParser = list_page,
+               accept: str = "application/json") -> Iterator[list[Any]]:
     """Yield the items of a LIST page by page, as `parse` makes them of the page's bytes (parsed JSON by
     default); raises ListExpired on 410 Gone mid-list. The next page is requested while this one is parsed (the
     server works while we do), on one helper thread."""
 
     def fetch(cont: str) -> bytes:
-        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+        query: list[tuple[str, Any]] = [("limit", conn.chunk_size)] if conn.chunk_size > 0 else []
         if cont:
             query.append(("continue", cont))
         if field_selector:
             query.append(("fieldSelector", field_selector))
         try:
-            return request_raw(conn, "GET", path, query=query)
+            return request_raw(conn, "GET", path, query=query, accept=accept)
         except api_exception() as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
@@ -252,19 +253,41 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             raw = following.result()
 
 
-def _read_all(conn: Connection, path: str, parse: PageParser, *,
-              field_selector: str | None = None, progress: Progress | None = None, label: str = "") -> list[Any]:
+def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector: str | None = None,
+              progress: Progress | None = None, label: str = "", accept: str = "application/json") -> list[Any]:
     """Read a whole list; on 410 Gone start again from the first page, as kubectl does."""
     for _attempt in range(4):
         out: list[Any] = []
         try:
             for page in list_pages(conn, path, field_selector=field_selector, progress=progress, label=label,
-                                   parse=parse):
+                                   parse=parse, accept=accept):
                 out += page
             return out
         except ListExpired:
             continue
     raise DeschedError(f"listing {label or path}: the list kept expiring (410 Gone); try again")
+
+
+# Only each object's metadata: a pod's is a small part of it.
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+
+
+def _keys_page(raw: bytes, path: str) -> tuple[list[str], str]:
+    doc = decode_json(raw, "GET", path)
+    items = doc.get("items") or []
+    keys = [f"{(o.get('metadata') or {}).get('namespace', '')}/{(o.get('metadata') or {}).get('name', '')}"
+            for o in items if isinstance(o, dict)]
+    return keys, (doc.get("metadata") or {}).get("continue") or ""
+
+
+def pod_keys_matching(conn: Connection, field_selector: str) -> set[str]:
+    """namespace/name of the pods the apiserver says match kubectl's --field-selector (it knows every pod field
+    label and says which it does not support); only their metadata is read."""
+    try:
+        return set(_read_all(conn, "/api/v1/pods", _keys_page, field_selector=field_selector,
+                             label="pods matching --field-selector", accept=_METADATA_ONLY))
+    except (api_exception(), urllib3.exceptions.HTTPError, OSError, NotJSON) as e:
+        raise describe_api_error(e, "reading the pods that match --field-selector", conn.server) from None
 
 
 EXTRA_KINDS = {

@@ -81,6 +81,18 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
      "--thresholds: lowThresholds.cpu: 80 is greater than highThresholds.cpu 70"),
     (["balance", *SNAP, "--use-metrics", "--thresholds", "nvidia.com/gpu=10"], 2,
      "thresholds.nvidia.com/gpu: metrics.k8s.io measures only cpu and memory"),
+    (["balance", "--from-file", "snap.yaml", "--token", "t"], 2, "--from-file reads a snapshot: the flags that reach"),
+    (["balance", "--from-file", "snap.yaml", "-s", "https://x"], 2, "--from-file reads a snapshot"),
+    (["balance", "-s", ""], 2, "-s/--server must not be empty"),
+    (["balance", "--certificate-authority", "nope.crt"], 2, "--certificate-authority nope.crt: no such file"),
+    (["balance", "--client-certificate", "nope.crt"], 2, "--client-certificate nope.crt: no such file"),
+    (["balance", "--certificate-authority", "snap.yaml", "--insecure-skip-tls-verify"], 2, "cannot be used together"),
+    (["balance", "--token", "abc"], 2, "no kubeconfig found at"),
+    (["balance", *SNAP, "--chunk-size", "-1"], 2, "Invalid value for '--chunk-size': must be from 0 to"),
+    (["balance", *SNAP, "-v", "11"], 2, "Invalid value for '-v' / '--v': must be from 0 to 10"),
+    (["balance", *SNAP, "--field-selector", "status.phase"], 2, "--field-selector: invalid selector: 'status.phase'"),
+    (["balance", *SNAP, "--field-selector", "spec.hostNetwork=true"], 2,
+     "--field-selector: field spec.hostNetwork cannot be matched in a snapshot"),
 ]
 IDS = [" ".join(a) for a, _, _ in BAD_INPUT]
 

@@ -53,7 +53,7 @@ class FakeAPI:
         self.calls: list[tuple[str, str]] = []
 
     def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
-                 timeout: Any = None) -> bytes:
+                 timeout: Any = None, accept: str = "") -> bytes:
         self.calls.append((method, path))
         if path in self.errors:
             raise self.errors[path]

@@ -29,7 +29,7 @@ class FakeServer:
         self.asked = threading.Event()  # set when a page after the first is requested
 
     def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
-                 timeout: Any = None) -> bytes:
+                 timeout: Any = None, accept: str = "application/json") -> bytes:
         q = dict(query or [])
         self.calls.append((path, q))
         if q.get("continue"):
@@ -51,15 +51,17 @@ class FakeServer:
         if start and self.expire_once and path == "/api/v1/pods":
             self.expire_once = False
             raise ApiException(status=410, reason="Gone")
-        page = items[start:start + 2]
-        nxt = start + 2 if start + 2 < len(items) else None
+        size = min(int(q["limit"]), 2) if "limit" in q else max(len(items), 1)  # pages of 2 stand for 500
+        page = items[start:start + size]
+        nxt = start + size if start + size < len(items) else None
         meta = {"resourceVersion": "7", "continue": f"{nxt:04d}" if nxt else ""}
         doc = {"items": page, "metadata": meta} if self.metadata_last else {"metadata": meta, "items": page}
         return json.dumps(doc).encode()
 
 
-def _conn() -> Connection:
-    return Connection(api=None, server="https://example:6443", context="ctx", namespace="default")  # type: ignore[arg-type]
+def _conn(chunk_size: int = 500) -> Connection:
+    return Connection(api=None, server="https://example:6443", context="ctx", namespace="default",  # type: ignore[arg-type]
+                      chunk_size=chunk_size)
 
 
 def _objects() -> tuple[list[dict], list[dict]]:
@@ -75,8 +77,18 @@ def test_pages_are_followed_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sorted(state.nodes) == ["n0", "n1", "n2"]
     assert sorted(p.name for p in state.pods) == [f"p{i}" for i in range(7)]
     pod_calls = [q for path, q in server.calls if path == "/api/v1/pods"]
-    assert len(pod_calls) == 4 and all(q["limit"] == live.PAGE_SIZE for q in pod_calls)
+    assert len(pod_calls) == 4 and all(q["limit"] == 500 for q in pod_calls)
     assert "fieldSelector" not in pod_calls[0]  # unscheduled pods count among minReplicas' siblings
+
+
+@pytest.mark.parametrize(("chunk_size", "limits"), [(1, [1] * 7), (0, [None])])
+def test_chunk_size_sets_the_page_limit_and_zero_reads_one_answer(monkeypatch: pytest.MonkeyPatch, chunk_size: int,
+                                                                   limits: list[int | None]) -> None:
+    server = FakeServer(*_objects())
+    monkeypatch.setattr(live, "request_raw", server)
+    state = live.read_cluster(_conn(chunk_size))
+    assert len(state.pods) == 7
+    assert [q.get("limit") for path, q in server.calls if path == "/api/v1/pods"] == limits
 
 
 def test_an_expired_continue_token_restarts_the_list(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,81 @@
+"""kubectl's connection flags (-s/--server, --token, --certificate-authority, --client-certificate, --client-key,
+--insecure-skip-tls-verify, --tls-server-name) laid over the kubeconfig's cluster and user entries, with client-go's
+rules for which fields a flag clears. Pure dict work: the kubernetes client then loads the result as a kubeconfig."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kubectl_desched.errors import UsageError
+
+# A bearer token from the command line wins over every other way the user entry would authenticate: client-go sends
+# it and the exec or auth-provider plugin never runs; basic auth and a token cannot go together.
+_TOKEN_REPLACES = ("tokenFile", "exec", "auth-provider", "username", "password")
+
+
+@dataclass(frozen=True)
+class ConnectionFlags:
+    server: str | None = None
+    token: str | None = None
+    certificate_authority: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str | None = None
+
+    def any(self) -> bool:
+        return any(v for v in vars(self).values())
+
+    def check(self) -> None:
+        """The flags' own mistakes, before any file is read: one line each, as kubectl reports them."""
+        if self.server is not None and not self.server.strip():
+            raise UsageError("-s/--server must not be empty")
+        if self.token is not None and not self.token.strip():
+            raise UsageError("--token must not be empty")
+        if self.insecure_skip_tls_verify and self.certificate_authority:
+            raise UsageError("--certificate-authority and --insecure-skip-tls-verify cannot be used together")
+        for flag, path in (("--certificate-authority", self.certificate_authority),
+                           ("--client-certificate", self.client_certificate), ("--client-key", self.client_key)):
+            if path is not None and not os.path.isfile(os.path.expanduser(path)):
+                raise UsageError(f"{flag} {path}: no such file")
+
+
+def _path(value: str) -> str:
+    # A path given on the command line is relative to the working directory, not to the kubeconfig's directory.
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def cluster(entry: dict, flags: ConnectionFlags) -> dict:
+    """The cluster entry's fields with the flags laid over them (client-go's getCluster)."""
+    out = dict(entry)
+    if flags.server:
+        out["server"] = flags.server
+    if flags.insecure_skip_tls_verify or flags.certificate_authority:
+        # Either flag decides verification alone: the file's CA or skip setting would otherwise conflict or win.
+        for key in ("insecure-skip-tls-verify", "certificate-authority", "certificate-authority-data"):
+            out.pop(key, None)
+        if flags.insecure_skip_tls_verify:
+            out["insecure-skip-tls-verify"] = True
+        else:
+            out["certificate-authority"] = _path(flags.certificate_authority or "")
+    if flags.tls_server_name or flags.server:
+        # Another server makes the file's TLS server name wrong as well, unless the flag gives one.
+        out.pop("tls-server-name", None)
+        if flags.tls_server_name:
+            out["tls-server-name"] = flags.tls_server_name
+    return out
+
+
+def user(entry: dict, flags: ConnectionFlags) -> dict:
+    """The user entry's fields with the flags laid over them (client-go's getAuthInfo)."""
+    out = dict(entry)
+    if flags.token:
+        for key in _TOKEN_REPLACES:
+            out.pop(key, None)
+        out["token"] = flags.token
+    for flag, key in ((flags.client_certificate, "client-certificate"), (flags.client_key, "client-key")):
+        if flag:
+            out.pop(f"{key}-data", None)
+            out[key] = _path(flag)
+    return out

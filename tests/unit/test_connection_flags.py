@@ -1,0 +1,136 @@
+"""kubectl's connection flags laid over the kubeconfig with client-go's rules, checked on the client configuration
+the kubernetes client builds from them (tests/integration/test_connection_flags_live.py runs them against the real
+apiserver)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kubectl_desched.errors import UsageError
+from kubectl_desched.kube import overrides
+from kubectl_desched.kube.config import KubeOptions, connect
+from kubectl_desched.kube.overrides import ConnectionFlags
+from tests.unit.test_kubeconfig import _isolated, _kubeconfig, _token  # noqa: F401  (the fixture, too)
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_server_replaces_the_clusters_and_drops_its_tls_server_name() -> None:
+    entry = {"server": "https://a:6443", "tls-server-name": "a.internal", "certificate-authority-data": "Q0E="}
+    assert overrides.cluster(entry, ConnectionFlags(server="https://b:6443")) == {
+        "server": "https://b:6443", "certificate-authority-data": "Q0E="}
+    assert overrides.cluster(entry, ConnectionFlags(server="https://b:6443", tls_server_name="b.internal"))[
+        "tls-server-name"] == "b.internal"
+    assert overrides.cluster(entry, ConnectionFlags(tls_server_name="c"))["server"] == "https://a:6443"
+
+
+def test_either_tls_flag_decides_verification_alone(tmp_path: Path) -> None:
+    entry = {"server": "https://a", "certificate-authority-data": "Q0E=", "insecure-skip-tls-verify": False}
+    assert overrides.cluster(entry, ConnectionFlags(insecure_skip_tls_verify=True)) == {
+        "server": "https://a", "insecure-skip-tls-verify": True}
+    os.chdir(tmp_path)  # a relative path is the working directory's, not the kubeconfig's
+    assert overrides.cluster({"server": "https://a", "insecure-skip-tls-verify": True},
+                             ConnectionFlags(certificate_authority="ca.crt")) == {
+        "server": "https://a", "certificate-authority": str(tmp_path / "ca.crt")}
+
+
+def test_token_wins_over_every_other_user_credential_but_the_client_certificate() -> None:
+    entry = {"tokenFile": "/t", "exec": {"command": "x"}, "auth-provider": {"name": "oidc"}, "username": "u",
+             "password": "p", "client-certificate-data": "Q0VSVA==", "client-key-data": "S0VZ"}
+    assert overrides.user(entry, ConnectionFlags(token="abc")) == {
+        "token": "abc", "client-certificate-data": "Q0VSVA==", "client-key-data": "S0VZ"}
+    assert overrides.user(entry, ConnectionFlags(client_certificate="/c.pem", client_key="/k.pem")) == {
+        **{k: v for k, v in entry.items() if not k.startswith("client-")},
+        "client-certificate": "/c.pem", "client-key": "/k.pem"}
+
+
+@pytest.mark.parametrize("flags, message", [
+    (ConnectionFlags(server=" "), "-s/--server must not be empty"),
+    (ConnectionFlags(token=""), "--token must not be empty"),
+    (ConnectionFlags(certificate_authority="/nope/ca.crt"), "--certificate-authority /nope/ca.crt: no such file"),
+    (ConnectionFlags(client_key="/nope/k.pem"), "--client-key /nope/k.pem: no such file"),
+])
+def test_flag_mistakes_are_one_line_each(flags: ConnectionFlags, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        flags.check()
+    assert str(info.value) == message
+
+
+def test_ca_with_insecure_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "ca.crt").write_text(CA)
+    with pytest.raises(UsageError, match="cannot be used together"):
+        ConnectionFlags(certificate_authority=str(tmp_path / "ca.crt"), insecure_skip_tls_verify=True).check()
+
+
+def test_flags_over_a_kubeconfig_reach_the_client_configuration(tmp_path: Path) -> None:
+    kc = _kubeconfig(tmp_path / "config", current="c", clusters={"k": "https://a.example:6443"},
+                     contexts={"c": {"cluster": "k", "user": "u", "namespace": "team"}},
+                     users={"u": {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "false"}}})
+    for name in ("ca.crt", "client.crt", "client.key"):
+        (tmp_path / name).write_text(CA)
+    flags = ConnectionFlags(server="https://b.example:7443", token="flag-token-123",
+                            certificate_authority=str(tmp_path / "ca.crt"),
+                            client_certificate=str(tmp_path / "client.crt"), client_key=str(tmp_path / "client.key"),
+                            tls_server_name="api.b.example")
+    conn = connect(KubeOptions(kubeconfig=str(kc), flags=flags))
+    cfg = conn.api.configuration
+    assert (cfg.host, cfg.tls_server_name, cfg.verify_ssl) == ("https://b.example:7443", "api.b.example", True)
+    assert (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file) == tuple(
+        str(tmp_path / n) for n in ("ca.crt", "client.crt", "client.key"))
+    assert _token(conn) == "flag-token-123"  # the failing exec plugin never ran: the token replaced it
+    assert (conn.context, conn.namespace) == ("c", "team")
+    insecure = connect(KubeOptions(kubeconfig=str(kc), flags=ConnectionFlags(token="t1234",
+                                                                           insecure_skip_tls_verify=True)))
+    assert (insecure.api.configuration.verify_ssl, insecure.api.configuration.host) == (False,
+                                                                                       "https://a.example:6443")
+
+
+def test_no_kubeconfig_is_needed_when_the_flags_name_the_server() -> None:
+    conn = connect(KubeOptions(flags=ConnectionFlags(server="https://10.0.0.1:6443", token="only-flags-token")))
+    assert (conn.api.configuration.host, _token(conn), conn.namespace) == ("https://10.0.0.1:6443",
+                                                                          "only-flags-token", "default")
+    assert conn.context == "https://10.0.0.1:6443"
+    with pytest.raises(UsageError, match="no kubeconfig found"):
+        connect(KubeOptions(flags=ConnectionFlags(token="only-flags-token")))
+
+
+
+def test_field_selectors_parse_as_kubectl_and_match_a_snapshot() -> None:
+    from kubectl_desched import fieldselectors
+    from tests import builders as b
+
+    assert fieldselectors.parse(r"status.phase=Running,spec.nodeName!=n1,metadata.name==a\,b") == [
+        fieldselectors.Requirement("status.phase", True, "Running"),
+        fieldselectors.Requirement("spec.nodeName", False, "n1"),
+        fieldselectors.Requirement("metadata.name", True, "a,b")]
+    state = b.state([b.node("n1"), b.node("n2"), b.pod("a", "n1"), b.pod("b", "n2"),
+                     b.with_status(b.pod("c", "n2"), phase="Pending")])
+    match = fieldselectors.local_matcher("spec.nodeName!=n1,status.phase=Running")
+    assert sorted(p.name for p in state.pods if match(p)) == ["b"]
+    for bad in ("", "a", "=x", "a!x"):
+        with pytest.raises(ValueError):
+            fieldselectors.parse(bad)
+
+
+def test_field_selector_narrows_the_candidates_not_the_nodes_counts(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+    from click.testing import CliRunner
+
+    from kubectl_desched.cli import cli
+    from tests import builders as b
+
+    failed = [b.with_status(b.pod(name, node), phase="Failed") for name, node in (("a", "n1"), ("b", "n2"),
+                                                                                 ("c", "n2"))]
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(b.cluster(b.node("n1"), b.node("n2"), *failed)))
+    monkeypatch.chdir(tmp_path)  # HOME and KUBECONFIG are isolated by the autouse fixture
+    args = ["deschedule", "--plugin", "RemoveFailedPods", "--from-file", "snap.yaml", "-A", "-o", "name"]
+    assert CliRunner().invoke(cli, args).output.split() == ["pod/a", "pod/b", "pod/c"]
+    narrowed = CliRunner().invoke(cli, [*args, "--field-selector", "spec.nodeName=n2,metadata.name!=c"])
+    assert narrowed.exit_code == 0 and narrowed.output.split() == ["pod/b"]
+    why = CliRunner().invoke(cli, ["explain", "pod", "default/a", "--from-file", "snap.yaml", "--plugin",
+                                   "RemoveFailedPods", "--field-selector", "spec.nodeName=n2"])
+    assert "fields do not match --field-selector spec.nodeName=n2" in why.output, why.output
