@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kubectl_desched import safeload
+from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.kube import httplog, overrides
@@ -78,6 +78,8 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
             return resp
 
     api = KubectlClient(cfg)
+    # The server's audit log and metrics name the client: ours, not the generated client's "OpenAPI-Generator".
+    api.user_agent = f"kubectl-desched/{__version__} (python)"
     if opts.as_user:
         api.set_default_header("Impersonate-User", opts.as_user)
         if opts.as_uid:
