@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from typing import Any
 
 import click
 
@@ -16,7 +15,6 @@ from kubectl_desched.commandline.groups import acting, cluster_access, options, 
 from kubectl_desched.commandline.help import command
 from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.framework.args import encode_args
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.names import dns1123_subdomain_problem
 from kubectl_desched.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
@@ -134,43 +132,20 @@ def explain_node(node_name: str, full: bool, access: ClusterAccess, scope: Scope
     sys.exit(app.explain_node(options(access, scope, output), policy, node_name, full=full))
 
 
-def _args_text(args: dict[str, Any], policy: dict[str, Any]) -> str:
-    """The args a run from flags uses; where a policy that leaves one out gets another value, that value too."""
-    def text(v: Any) -> str:
-        return json.dumps(v, separators=(",", ":"))
-    return ", ".join(f"{k}={text(v)}" + ("" if policy.get(k) == v else f" (policy: {text(policy.get(k))})")
-                     for k, v in args.items()) or "-"
-
-
 @cli.command()
 @click.option("-o", "--output", type=click.Choice(["table", "wide", "json"]), default="table", show_default=True,
               help="wide adds each plugin's description.")
 def plugins(output: str) -> None:
     """List in-tree and out-of-tree plugins with their extension points and args (with their defaults from flags,
     and a policy's where those differ)."""
-    rows = []
-    for spec in registry(click.get_current_context()):
-        rows.append({"name": spec.name, "extensionPoints": list(spec.points), "origin": spec.origin,
-                     "description": spec.description,
-                     "defaultArgs": encode_args(spec.args_type()) if spec.args_type else {},
-                     "flagDefaultArgs": encode_args(spec.args_from_flags()) if spec.args_type else {},
-                     "flags": [f.name for f in spec.cli.flags]})
-    if output == "json":
-        broken = registry(click.get_current_context()).broken
-        click.echo(json.dumps({"plugins": rows, "broken": broken}, indent=2))
-        return
-    headers = ["NAME", "EXTENSION POINTS", "ORIGIN", "ARGS (DEFAULTS)"]
-    table = [[r["name"], ",".join(r["extensionPoints"]), r["origin"].split(" (entry point")[0],
-              _args_text(r["flagDefaultArgs"], r["defaultArgs"])] for r in rows]
-    widths: list[int | None] = [None, None, None, 60]
-    if output == "wide":
-        headers.append("DESCRIPTION")
-        widths.append(50)
-        for cells, r in zip(table, rows, strict=True):
-            cells.append(r["description"])
-    from tabulate import tabulate  # here: every other command starts without it
+    from kubectl_desched import pluginstable
 
-    click.echo(tabulate(table, headers=headers, tablefmt="plain", maxcolwidths=widths))
+    found = registry(click.get_current_context())
+    rows = pluginstable.rows(found)
+    if output == "json":
+        click.echo(json.dumps({"plugins": rows, "broken": found.broken}, indent=2))
+        return
+    click.echo(pluginstable.table(rows, wide=output == "wide"))
 
 
 @cli.command()

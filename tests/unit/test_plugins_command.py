@@ -23,12 +23,22 @@ def test_table_lists_every_in_tree_plugin_with_points_origin_and_args() -> None:
     rows = _rows(out.output)
     assert {s.name for s in in_tree_registry()} <= set(rows)
     assert rows["RemoveFailedPods"].split()[1:3] == ["deschedule", "in-tree"]
-    assert "minPodLifetimeSeconds=3600" in out.output
-    # The args a run from flags uses, and a policy's default where that differs.
-    assert rows["LowNodeUtilization"].split()[1:5] == ["balance", "in-tree",
-                                                       'thresholds={"cpu":20.0,"memory":20.0,"pods":20.0}', "(policy:"]
-    assert "podRestartThreshold=100 (policy: 0)" in " ".join(out.output.split())
+    lines = [line.strip() for line in out.output.splitlines()]
+    assert "minPodLifetimeSeconds: 3600" in lines
+    # The args a run from flags uses, one per line in flow style, and a policy's default where that differs.
+    assert rows["LowNodeUtilization"].split(None, 3)[1:] == ["balance", "in-tree",
+                                                             "thresholds: {cpu: 20, memory: 20, pods: 20} (policy: {})"]
+    assert "podRestartThreshold: 100 (policy: 0)" in lines
+    assert "podProtections: {extraEnabled: [], defaultDisabled: [], config: unset}" in lines  # never cut mid-word
     assert "DESCRIPTION" not in header
+
+
+def test_flow_style_values() -> None:
+    from kubectl_desched.pluginstable import flow
+
+    assert flow({"cpu": 20.0, "memory": 12.5, "on": True, "x": None}) == "{cpu: 20, memory: 12.5, on: true, x: unset}"
+    assert flow(["Pending", "", "a b", "true"]) == '[Pending, "", "a b", "true"]'
+    assert flow("requiredDuringSchedulingIgnoredDuringExecution") == "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def test_wide_adds_descriptions_and_json_has_everything() -> None:
