@@ -70,7 +70,7 @@ def test_standalone_scripts_name_the_program_without_a_space() -> None:
 
 
 def test_the_main_executable_answers_cobras_request_too() -> None:
-    """What the krew instructions' two-line kubectl_complete-desched runs."""
+    """What the krew archive's kubectl_complete-desched script runs."""
     proc = subprocess.run([sys.executable, "-m", "kubectl_desched", "__complete", "balance", "--plugin", "LowNode"],
                           capture_output=True, text=True, check=False, timeout=60)
     assert proc.stdout.splitlines() == ["LowNodeLoad", "LowNodeUtilization", ":4"]

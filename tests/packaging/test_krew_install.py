@@ -58,8 +58,9 @@ def installed(krew_dist: Path, krew_manifest: dict, krew_bin: Path,
 def test_krew_records_and_links_the_plugin(installed: dict[str, str]) -> None:
     root = Path(installed["KREW_ROOT"])
     store = root / "store" / "desched" / f"v{__version__}"
-    assert sorted(p.name for p in store.iterdir()) == ["LICENSE", "kubectl-desched"]
+    assert sorted(p.name for p in store.iterdir()) == ["LICENSE", "kubectl-desched", "kubectl_complete-desched"]
     assert (store / "kubectl-desched").stat().st_mode & 0o777 == 0o755
+    assert (store / "kubectl_complete-desched").stat().st_mode & 0o777 == 0o755
     link = root / "bin" / "kubectl-desched"
     assert link.is_symlink() and link.resolve() == (store / "kubectl-desched").resolve()
     receipt = yaml.safe_load((root / "receipts" / "desched.yaml").read_text())
@@ -95,6 +96,20 @@ def test_kubectl_finds_the_installed_plugin(installed: dict[str, str], kubectl_b
     listed = subprocess.run([kubectl_bin, "plugin", "list"], capture_output=True, text=True, timeout=60,
                             env=installed, check=False)
     assert str(Path(installed["KREW_ROOT"]) / "bin" / "kubectl-desched") in listed.stdout, listed.stderr
+
+
+def test_the_completion_script_copied_as_the_readme_says_completes_through_kubectl(
+        installed: dict[str, str], kubectl_bin: Path) -> None:
+    root = Path(installed["KREW_ROOT"])
+    # The README's one-time step after a krew install: krew links only the plugin's main executable.
+    subprocess.run(f"cp {root}/store/desched/*/kubectl_complete-desched {root}/bin/", shell=True, check=True)
+    proc = subprocess.run([kubectl_bin, "__complete", "desched", "bal"], capture_output=True, text=True,
+                          timeout=300, env=installed, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].split("\t")[0] == "balance" and proc.stdout.splitlines()[-1] == ":4"
+    flags = subprocess.run([kubectl_bin, "__complete", "desched", "balance", "--no-p"], capture_output=True,
+                           text=True, timeout=300, env=installed, check=False)
+    assert [line.split("\t")[0] for line in flags.stdout.splitlines()] == ["--no-pager", ":4"]
 
 
 @pytest.mark.parametrize(("os_name", "arch"), [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"),

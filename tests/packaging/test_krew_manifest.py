@@ -211,14 +211,15 @@ def _tarball(path: Path, members: list[tuple[str, bytes, int, bytes]]) -> Path:
 
 
 GOOD = [("kubectl-desched", b"#!/usr/bin/env python3\n", 0o755, tarfile.REGTYPE),
-        ("LICENSE", b"license", 0o644, tarfile.REGTYPE)]
+        ("LICENSE", b"license", 0o644, tarfile.REGTYPE),
+        ("kubectl_complete-desched", b"#!/bin/sh\n", 0o755, tarfile.REGTYPE)]
 
 
 @pytest.mark.parametrize(("members", "expected"), [
     (GOOD, None),
-    ([(GOOD[0][0], GOOD[0][1], 0o644, tarfile.REGTYPE), GOOD[1]], "krew never chmods"),
-    ([GOOD[0]], "no file matches `from` 'LICENSE'"),
-    ([GOOD[1]], "`bin` kubectl-desched is not installed"),
+    ([(GOOD[0][0], GOOD[0][1], 0o644, tarfile.REGTYPE), *GOOD[1:]], "krew never chmods"),
+    ([GOOD[0], GOOD[2]], "no file matches `from` 'LICENSE'"),
+    ([GOOD[1], GOOD[2]], "no file matches `from` 'kubectl-desched'"),
     ([*GOOD, ("link", b"kubectl-desched", 0o777, tarfile.SYMTYPE)], "is a link"),
 ], ids=["good", "not-executable", "no-license", "no-executable", "symlink"])
 def test_archive_rules(members: list, expected: str | None, tmp_path: Path) -> None:
