@@ -66,9 +66,11 @@ def test_registered_through_its_entry_point() -> None:
 def test_plugins_command_lists_it_with_its_defaults() -> None:
     table = desched("plugins")
     assert table.returncode == 0 and table.stderr == ""
-    (row,) = [line for line in table.stdout.splitlines() if line.startswith(PLUGIN)]
-    assert row.split()[:3] == [PLUGIN, "deschedule", "kubectl-desched-cordoned"]
-    assert "drainTaints=[]" in row
+    lines = table.stdout.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith(PLUGIN)]
+    assert lines[at].split()[:3] == [PLUGIN, "deschedule", "kubectl-desched-cordoned"]
+    args = [line.strip() for line in lines[at + 1:at + 4]]  # one arg per line under the first
+    assert "drainTaints: []" in args and "includeTolerating: false" in args
     doc = json.loads(desched("plugins", "-o", "json").stdout)
     (entry,) = [p for p in doc["plugins"] if p["name"] == PLUGIN]
     assert entry == {
