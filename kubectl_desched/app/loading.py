@@ -37,11 +37,12 @@ def read_node(conn: Connection, name: str, **kw: Any) -> ClusterState | None:
     return read_node(conn, name, **kw)
 
 
-def match_fields(conn: Connection, scope: Scope) -> None:
-    """--field-selector against a cluster: the server says which pods match (it knows every field label)."""
+def match_fields(conn: Connection, scope: Scope, node: str | None = None) -> None:
+    """--field-selector against a cluster: the server says which pods match (it knows every field label); for one
+    node's explanation, only among that node's pods."""
     if scope.pod_fields_text:
         from kubectl_desched.kube.live import pod_keys_matching
-        keys = pod_keys_matching(conn, scope.pod_fields_text)
+        keys = pod_keys_matching(conn, scope.pod_fields_text + (f",spec.nodeName={node}" if node else ""))
         scope.pod_fields = lambda pod: pod.key in keys
 
 
@@ -93,9 +94,9 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     elif one_node is not None:
         conn = connect(opts.access.kube())
         found = read_node(conn, one_node, warn=warn, kinds=kinds or set())
-        match_fields(conn, scope)
         if found is None:
             raise DeschedError(f'node "{one_node}" not found')
+        match_fields(conn, scope, one_node)  # the node's pods are all this read holds
         return Loaded(found, conn, scope, text)  # --nodes may name nodes this read does not see
     else:
         conn = connect(opts.access.kube())

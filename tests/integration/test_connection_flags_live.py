@@ -84,6 +84,12 @@ def test_the_server_matches_the_field_selector(cluster: Any, namespace: str) -> 
     proc = desched(cluster.kubeconfig_for(), *args, "--field-selector", "metadata.name!=web-1", "-o", "name")
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.split()) == ["pod/api-0", "pod/web-0"]
+    explained = desched(cluster.kubeconfig_for(), "explain", "node", f"{namespace}-n", "-n", namespace, "--plugin",
+                        "RemovePodsViolatingNodeTaints", "--field-selector", "metadata.name!=web-1")
+    assert explained.returncode == 0, explained.stderr
+    verdicts = {line.split()[1]: line for line in explained.stdout.splitlines() if line.startswith(namespace)}
+    assert "fields do not match --field-selector metadata.name!=web-1" in verdicts["web-1"]
+    assert "EVICT" in verdicts["web-0"].split()
     refused = desched(cluster.kubeconfig_for(), *args, "--field-selector", "spec.hostname=x")
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: reading the pods that match --field-selector: ")
