@@ -194,6 +194,10 @@ def _yaml_error(e: Exception, name: str) -> InputError:
     mark = getattr(e, "problem_mark", None)
     where = f" at line {mark.line + 1}" if mark is not None else ""
     problem = getattr(e, "problem", None) or (str(e).splitlines() or [type(e).__name__])[0]
+    if "maximum nesting depth" in problem:
+        # libyaml (PyYAML >= 6.0.4's wheels) stops far deeper than MAX_DEPTH, and may stop before the walk in
+        # _check_yaml_events sees that depth (its scanner reads ahead): the same refusal either way.
+        return InputError(f"{name}: nested more than {MAX_DEPTH} levels deep{where}")
     return InputError(f"{name}: not valid YAML{where}: {problem}")
 
 
