@@ -5,7 +5,6 @@ upstream's tests with our own fixtures, plus the edge cases upstream's code deci
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from kubectl_desched.scheduling import (
 )
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.scaling import assert_grows_linearly, cpu_seconds
 
 NA = "RemovePodsViolatingNodeAffinity"
 NT = "RemovePodsViolatingNodeTaints"
@@ -766,31 +766,38 @@ def test_describe_label_selector() -> None:
     assert describe_label_selector({}) == "<all>"
 
 
-def test_anti_affinity_scales_linearly() -> None:
-    """20,000 pods on 1,000 nodes in 3 zones; a quarter carry hostname or zone anti-affinity. Comparing every
-    pod with every pod would take minutes; the indexes keep it to seconds."""
+def _anti_affinity_cluster(scale: int) -> ClusterState:
+    """5,000 x scale pods on 250 x scale nodes in 3 zones; a quarter carry hostname or zone anti-affinity; every
+    app's 40 replicas share one namespace."""
     zones = ("z1", "z2", "z3")
+    n_nodes, n_apps = 250 * scale, 125 * scale
     objs: list[dict[str, Any]] = [b.node(f"node-{i:04d}", cpu="64", pods=200, labels={"zone": zones[i % 3]})
-                                  for i in range(1000)]
-    for i in range(20_000):
-        app = f"app-{i % 500}"
+                                  for i in range(n_nodes)]
+    for i in range(5_000 * scale):
+        app = f"app-{i % n_apps}"
         kw: dict[str, Any] = {"namespace": f"ns-{i % 20}", "labels": {"app": app, "tier": ("web", "db")[i % 2]},
                               "owner_name": app}
         if i % 8 == 0:
             kw["affinity"] = b.pod_anti_affinity({"app": app})
         elif i % 8 == 4:
             kw["affinity"] = b.pod_anti_affinity({"tier": "db", "app": app}, "zone")
-        objs.append(b.pod(f"pod-{i:05d}", f"node-{(i * 7) % 1000:04d}", **kw))
-    state = _state(objs)
+        objs.append(b.pod(f"pod-{i:05d}", f"node-{(i * 7) % n_nodes:04d}", **kw))
+    return _state(objs)
+
+
+def test_anti_affinity_scales_linearly() -> None:
+    """Comparing every pod with every pod would grow 16x with 4x the pods; the indexes keep it near 4x."""
     policy = decode_policy(policy_from_plugins([(IPA, "deschedule", {})], {}, {}), registry(), "flags")
-    start = time.perf_counter()
-    plan = run(policy, state, Scope())
-    elapsed = time.perf_counter() - start
-    assert plan.errors == []
-    assert elapsed < 10, f"took {elapsed:.1f}s"
-    # every app's 40 replicas share one namespace; the zone-level avoiders find their own app's db pods
-    assert len(plan.candidates) > 0
-    assert all(c.plugin == IPA for c in plan.candidates)
+    seconds = {}
+    for scale in (1, 4):
+        state = _anti_affinity_cluster(scale)
+        plans = []
+        seconds[scale] = cpu_seconds(lambda state=state, plans=plans: plans.append(run(policy, state, Scope())))
+        plan = plans[0]
+        assert plan.errors == []
+        # the zone-level avoiders find their own app's db pods
+        assert len(plan.candidates) > 0 and all(c.plugin == IPA for c in plan.candidates)
+    assert_grows_linearly(seconds[1], seconds[4], IPA)
 
 
 def _direct_anti_affinity(state: ClusterState, nodes: list[Any]) -> list[str]:
