@@ -365,7 +365,7 @@ def bin_dir(name: str, script: str) -> Path:
 def loaded_cluster(work: Path, nodes: int, pods: int) -> Any:
     """A started cluster holding the generated objects; the etcd data is kept for the next run."""
     import apiload
-    import gencluster
+    import clustergen
 
     cdir = work / f"cluster-{nodes}-{pods}"
     marker = cdir / "loaded"
@@ -378,7 +378,7 @@ def loaded_cluster(work: Path, nodes: int, pods: int) -> Any:
             log(f"loading {nodes:,} nodes / {pods:,} pods into the apiserver at {cluster.server}")
             began = time.monotonic()
             with _gc_paused():
-                n = apiload.load(cluster, gencluster.plan_cluster(nodes, pods).items(), log=log)
+                n = apiload.load(cluster, clustergen.plan_cluster(nodes, pods).items(), log=log)
             marker.write_text(f"{n} objects in {time.monotonic() - began:.0f}s\n")
             log(f"  {marker.read_text().strip()}")
         deadline = time.monotonic() + 600
@@ -644,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = ap.parse_args(argv[1:])
         print("@floor " + json.dumps(floor(a.kubeconfig, a.media, a.gzip)), file=sys.stderr)
         return 0
-    sys.path.insert(0, str(HERE))  # apiload, gencluster
+    sys.path.insert(0, str(HERE))  # apiload, clustergen
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--scale", choices=SCALES, default="small", help="small 200/6,000, mid 1,000/30,000, "
                     "full 5,000/150,000 nodes/pods (default small)")

@@ -5,7 +5,7 @@ runs per plugin and the candidates each found, and the time to build the cluster
 
     python bench/plugins.py [--nodes 5000] [--pods 150000] [--runs 3] [--plugin NAME ...] [--json]
 
-The cluster comes from bench/gencluster.py (imported, objects streamed, no file), then a deterministic pass adds
+The cluster comes from bench/clustergen (imported, objects streamed, no file), then a deterministic pass adds
 what the generator leaves rare or absent so each plugin has real work: required anti-affinity, DoNotSchedule spread
 constraints, required node affinity some nodes no longer meet, nodes with a NoSchedule taint, pods with many
 restarts, old Pending pods. Each plugin runs through the real runner (policy -> DefaultEvictor -> limits -> plan) with
@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gencluster
+import clustergen
 
 from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy
 from kubectl_desched.errors import DeschedError
@@ -103,7 +103,7 @@ def _season_pod(obj: dict[str, Any], rng: random.Random) -> None:
         for cs in (status.get("containerStatuses") or [])[:1]:
             cs["restartCount"] = rng.randint(20, 400)
     elif status.get("phase") == "Pending" and rng.random() < 0.5:
-        meta["creationTimestamp"] = gencluster.ts(gencluster.NOW - rng.randint(2, 9) * gencluster.DAY)
+        meta["creationTimestamp"] = clustergen.ts(clustergen.NOW - rng.randint(2, 9) * clustergen.DAY)
 
 
 def node_metrics(nodes: list[Node], pods: list[Pod], seed: int) -> list[dict[str, Any]]:
@@ -114,7 +114,7 @@ def node_metrics(nodes: list[Node], pods: list[Pod], seed: int) -> list[dict[str
     for p in pods:
         if p.node_name and not p.is_terminal:
             by_node.setdefault(p.node_name, []).append(p)
-    stamp = gencluster.ts(gencluster.NOW - 30)
+    stamp = clustergen.ts(clustergen.NOW - 30)
     out = []
     for n in nodes:
         heat = rng.uniform(0.3, 1.1)
@@ -139,7 +139,7 @@ def build_state(nodes: int, pods: int, seed: int) -> tuple[ClusterState, dict[st
     would replace the first and keep the second."""
     times = {"plan": 0.0, "generate": 0.0, "parse": 0.0, "index": 0.0}
     t0 = time.perf_counter()
-    cluster = gencluster.plan_cluster(nodes, pods, seed)
+    cluster = clustergen.plan_cluster(nodes, pods, seed)
     times["plan"] = time.perf_counter() - t0
     node_objs, pod_objs, pdb_objs = [], [], []
     parsers = {"Node": (node_from_json, node_objs), "Pod": (pod_from_json, pod_objs),
@@ -157,7 +157,7 @@ def build_state(nodes: int, pods: int, seed: int) -> tuple[ClusterState, dict[st
         times["parse"] += time.perf_counter() - t1
     t = time.perf_counter()
     state = ClusterState(node_objs, pod_objs, pdb_objs, source="bench/gencluster.py",
-                         now=datetime.fromtimestamp(gencluster.NOW, UTC))
+                         now=datetime.fromtimestamp(clustergen.NOW, UTC))
     times["index"] = time.perf_counter() - t
     return state, times
 
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     args = ap.parse_args(argv)
 
-    gc.disable()  # millions of acyclic objects: as in gencluster, the cycle collector only costs time here
+    gc.disable()  # millions of acyclic objects: as in clustergen, the cycle collector only costs time here
     state, times = build_state(args.nodes, args.pods, args.seed)
     gc.enable()
     gc.freeze()  # the state lives for the whole run: keep it out of the collections the plugins trigger
