@@ -129,7 +129,7 @@ def _render(tree: list[Any], data: Any) -> str:
 def jsonpath(template: str, doc: Any, as_json: bool = False) -> str:
     if as_json:
         found = [m.value for node in _parse_template(template) if node[0] == "expr" for m in node[1].find(doc)]
-        return json.dumps(found, indent=4)
+        return indented_json(found, 4)
     return _render(_parse_template(template), doc)
 
 
@@ -162,7 +162,7 @@ def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False, sort_key: str 
         doc = {**doc, key: sort_by(doc[key], sort_key)}
     items = doc[key] if key else [doc]
     if fmt == "json":
-        return json.dumps(doc, indent=2)
+        return indented_json(doc, 2)
     if fmt == "yaml":
         return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).rstrip("\n")
     if fmt == "name":
@@ -172,6 +172,14 @@ def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False, sort_key: str 
     if fmt.startswith("jsonpath-as-json="):
         return jsonpath(fmt[len("jsonpath-as-json="):], doc, as_json=True)
     return jsonpath(fmt[len("jsonpath="):], doc)
+
+
+def indented_json(value: Any, indent: int) -> str:
+    """json.dumps(value, indent=indent), byte for byte: Python's indenting encoder is pure Python (3-4x slower on
+    a plan of 30,000 candidates), so the C encoder writes it compact and msgspec re-indents it."""
+    import msgspec
+
+    return msgspec.json.format(json.dumps(value).encode(), indent=indent).decode()
 
 
 def names(items: Sequence[Any]) -> str:

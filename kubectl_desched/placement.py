@@ -20,6 +20,7 @@ from kubectl_desched.framework.plan import Candidate, workload_of
 from kubectl_desched.model import Node, Pod, Taint
 from kubectl_desched.scheduling import (
     pod_matches_node_selector,
+    preferred_node_affinity_terms,
     preferred_node_affinity_weight,
     required_anti_affinity_terms,
 )
@@ -112,6 +113,8 @@ class _Cluster:
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
         # Running pods per controller per node: what the default topology spread scoring counts.
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+        # The same per topology domain, for the default spreading's keys: built on first use, then kept current.
+        self._owned_in: dict[tuple[tuple[str, str, str], str], Counter[str]] = {}
         for p in state.pods:
             if id(p) in gone or p.is_terminal or not p.node_name or p.node_name not in self.used:
                 continue
@@ -164,12 +167,29 @@ class _Cluster:
         w = workload_of(pod)
         if w is not None and not pod.terminating:
             self.owned[w][node] += 1
+            for key, _skew in DEFAULT_SPREAD:
+                counts = self._owned_in.get((w, key))
+                domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
+                if counts is not None and domain is not None:
+                    counts[domain] += 1
         r = _Resident(pod.namespace, pod.labels, node, pod.terminating, tuple(anti))
         self.by_ns[pod.namespace].append(r)
         if anti:
             self.with_anti.append(r)
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
                 self.anti_in[ns].append(r)
+
+    def owned_in(self, w: tuple[str, str, str], key: str) -> Counter[str]:
+        """The workload's running pods per value of the node label `key`."""
+        counts = self._owned_in.get((w, key))
+        if counts is None:
+            counts = Counter()
+            for node, k in self.owned.get(w, Counter()).items():
+                domain = self.nodes_by_name[node].labels.get(key) if node in self.nodes_by_name else None
+                if domain is not None:
+                    counts[domain] += k
+            self._owned_in[(w, key)] = counts
+        return counts
 
     def domain_counts(self, raw: Mapping[str, Any], key: str, namespaces: tuple[str, ...],
                       running_only: bool) -> Counter[str]:
@@ -370,7 +390,8 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     """The modelled default score plugins summed with their weights: NodeResourcesFit and BalancedAllocation
     (1 each), NodeAffinity's preferred terms (2) and PodTopologySpread's system default constraints (2)."""
     out = {n.name: _score(pod, n, cl) for n in feasible}
-    preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible}
+    preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible} \
+        if preferred_node_affinity_terms(pod) else {}
     top = max(preferred.values(), default=0)
     if top > 0:  # the framework's default normalization: highest 100
         for name, v in preferred.items():
@@ -390,19 +411,13 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, i
     w = workload_of(pod)
     if w is None or not feasible:
         return {}
-    on_node = cl.owned.get(w, Counter())
-    by_name = cl.nodes_by_name
     raw: dict[str, float] = {}
     for key, skew in DEFAULT_SPREAD:
         domains = {n.labels[key] for n in feasible if key in n.labels}
         if not domains:
             continue
         weight = math.log(len(domains) + 2)
-        count: Counter[str] = Counter()
-        for node, k in on_node.items():
-            d = by_name[node].labels.get(key) if node in by_name else None
-            if d is not None:
-                count[d] += k
+        count = cl.owned_in(w, key)
         for n in feasible:
             if key in n.labels:
                 raw[n.name] = raw.get(n.name, 0.0) + count[n.labels[key]] * weight + (skew - 1)

@@ -13,6 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched import app, cli
+from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
 from kubectl_desched.commandline.checks import Count, pod_reference
 from kubectl_desched.commandline.groups import acting
 from kubectl_desched.durations import MAX_DURATION_SECONDS

@@ -15,6 +15,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched import app, cli
+from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import access, live
 from kubectl_desched.kube.config import Connection
