@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import msgspec
-from msgspec import Struct, field
+from msgspec import Struct
 
 from kubectl_desched import shapes, wire
 from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
@@ -121,7 +121,6 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
     conditions: tuple[PodCondition, ...]
     ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
     scheduler_name: str = DEFAULT_SCHEDULER  # Koordinator's ReservationFirst mode only moves its scheduler's pods
-    extra: dict[str, Any] = field(default_factory=dict)  # room for out-of-tree plugins' caches
 
     @property
     def key(self) -> str:
@@ -284,18 +283,23 @@ def _required_name(kind: str, name: str) -> str:
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-_seen_names: set[str] = set()  # namespaces and node names repeat over thousands of pods: check each once
+_seen_names: dict[str, dict[str, str]] = {}  # per field: namespaces and node names repeat over thousands of pods
 
 
 def _checked(field: str, value: str, problem: Callable[[str], str | None]) -> str:
-    if value in _seen_names:
-        return value
+    """The value checked once per field (a node name may be no namespace) and kept once: every pod of a namespace
+    or a node then holds the same string, not its own copy of it."""
+    seen = _seen_names.setdefault(field, {})
+    found = seen.get(value)
+    if found is not None:
+        return found
     why = problem(value)
     if why is not None:
         raise Invalid(field, why)
-    if len(_seen_names) < 100_000:
-        _seen_names.add(value)
-    return _intern(value)
+    value = _intern(value)
+    if len(seen) < 100_000:
+        seen[value] = value
+    return value
 
 
 def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
@@ -427,6 +431,17 @@ def _statuses(raw: list[wire.ContainerStatus], init: bool) -> list[ContainerStat
     return out
 
 
+def _conditions(raw: list[PodCondition], times: dict[str, str]) -> tuple[PodCondition, ...]:
+    """Type, status and reason come from a small set and are kept once; a pod's timestamps are kept once per pod
+    (its conditions often change in the second it was created or started). This halves what conditions take."""
+    out = []
+    for c in raw:
+        t = c.last_transition
+        out.append(PodCondition(type=_intern(c.type), status=_intern(c.status),
+                                reason=_intern(c.reason) if c.reason else "", last_transition=times.setdefault(t, t)))
+    return tuple(out)
+
+
 def _tolerations(raw: tuple[wire.Toleration, ...]) -> tuple[Toleration, ...]:
     return tuple(Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in raw)
 
@@ -494,6 +509,9 @@ def finish_pod(w: wire.Pod) -> Pod:
     if node_name:
         node_name = _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
     images = tuple(c.image for c in containers)
+    created = meta.creation_timestamp
+    times = {created: created}  # the pod's timestamps, each kept once
+    started = times.setdefault(status.start_time, status.start_time)
     return Pod(
         namespace=namespace,
         name=name,
@@ -503,14 +521,14 @@ def finish_pod(w: wire.Pod) -> Pod:
         annotations=_strings(annotations),
         owners=_pooled("owners", meta.owner_references, _owners),
         priority=spec.priority,
-        priority_class=spec.priority_class_name,
+        priority_class=_intern(spec.priority_class_name),
         qos=_intern(qos),
         requests=_pool.get(("requests", *requests.items()), requests) if requests else _EMPTY,
         phase=_intern(status.phase or "Pending"),
         reason=status.reason,
         terminating=bool(meta.deletion_timestamp),
-        created=meta.creation_timestamp,
-        started=status.start_time or None,
+        created=created,
+        started=started or None,
         local_volumes=tuple(local),
         pvc_claims=tuple(pvcs),
         has_resource_claims=bool(spec.resource_claims),
@@ -520,7 +538,7 @@ def finish_pod(w: wire.Pod) -> Pod:
         spread_constraints=spread,
         images=_pool.get(("images", *images), images),
         statuses=tuple(statuses) if statuses else (),
-        conditions=tuple(status.conditions),
+        conditions=_conditions(status.conditions, times) if status.conditions else (),
         ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))
         if status.ephemeral_container_statuses else (),
         scheduler_name=_intern(spec.scheduler_name or DEFAULT_SCHEDULER),

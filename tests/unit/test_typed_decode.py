@@ -128,3 +128,38 @@ def test_standard_input_that_is_not_text_is_one_error(monkeypatch: pytest.Monkey
     with pytest.raises(UsageError) as info:
         load_snapshot(["-"])
     assert str(info.value) == "<stdin>: not a text file"
+
+
+def _two_pods_typed() -> list[model.Pod]:
+    pods = []
+    for i in range(2):
+        p = b.pod(f"web-{i}", "node-a.zone-1", namespace="shop")
+        p["status"]["conditions"] = [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "PodScheduled", "status": "True", "reason": "Scheduled",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        pods.append(p)
+    page = json.loads(_page(pods))  # fresh string objects for every pod, as a decoded page has
+    fast = decode.page(_page(page["items"]), "Pod")
+    assert fast is not None
+    return fast[0]
+
+
+def test_values_pods_repeat_are_kept_once() -> None:
+    """Memory at 150,000 pods: the namespace, node name and condition words of every pod are the same objects,
+    and a pod's condition timestamp equal to its start time is that string."""
+    a, c = _two_pods_typed()
+    assert a.namespace is c.namespace and a.node_name is c.node_name
+    assert a.conditions[0].type is c.conditions[0].type and a.conditions[1].reason is c.conditions[1].reason
+    assert a.conditions[0].status is a.conditions[1].status
+    assert a.conditions[0].last_transition is a.created and a.conditions[1].last_transition is a.created
+    assert [(x.type, x.status, x.reason, x.last_transition) for x in a.conditions] == [
+        ("Ready", "True", "", "2026-01-01T00:00:00Z"), ("PodScheduled", "True", "Scheduled", "2026-01-01T00:00:00Z")]
+
+
+def test_a_name_checked_as_a_node_is_still_checked_as_a_namespace() -> None:
+    """Node names may hold dots, namespaces may not: a value seen in one field is not taken as valid for the other."""
+    _two_pods_typed()  # "node-a.zone-1" is now known as a node name
+    bad = b.pod("web-9", "n1", namespace="node-a.zone-1")
+    with pytest.raises(model.ParseError, match=r"metadata\.namespace"):
+        model.pod_from_json(bad)
