@@ -12,7 +12,7 @@ import bisect
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,11 +76,6 @@ class _Resident:
     anti: tuple[tuple[Matcher, str, tuple[str, ...]], ...] = ()  # its required anti-affinity: selector, key, ns
 
 
-def _nonzero(pod: Pod) -> dict[str, float]:
-    r = pod.requests
-    return {"cpu": r.get("cpu") or NONZERO_CPU, "memory": r.get("memory") or NONZERO_MEMORY}
-
-
 def _matcher(raw: Mapping[str, Any] | None) -> Matcher | None:
     if raw is None:
         return None
@@ -127,6 +122,10 @@ class _Cluster:
         self._eligible: dict[str, list[Node]] = {}
         self._room = {n.name: self._free(n) for n in self.nodes}
         self._order = sorted((-room, name) for name, room in self._room.items())
+        # The same order over each static key's allowed nodes (pools, taints): a replacement walks only the nodes
+        # it may use. Few keys (replicas share theirs), each kept current as replacements land.
+        self._orders: dict[str, tuple[set[str], list[tuple[float, str]]]] = {}
+        self._static_keys: dict[tuple[int, int, int], tuple[str, Pod]] = {}
 
     def _free(self, n: Node) -> float:
         """How empty the node is for LeastAllocated: its free cpu and memory fractions, summed."""
@@ -136,8 +135,12 @@ class _Cluster:
             total += (cap - self.nonzero[n.name][r]) / cap if cap > 0 else 0.0
         return total
 
-    def emptiest(self) -> Iterator[str]:
-        return (name for _room, name in self._order)
+    def emptiest(self, key: str, allowed: set[str]) -> list[tuple[float, str]]:
+        """The allowed nodes, emptiest first (as (-room, name); the list is the cluster's: read it, do not keep it)."""
+        found = self._orders.get(key)
+        if found is None:
+            found = self._orders[key] = (allowed, [e for e in self._order if e[1] in allowed])
+        return found[1]
 
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
@@ -148,22 +151,21 @@ class _Cluster:
             if value is not None and m(pod.labels):
                 counts[value] += 1
         old = (-self._room[node], node)
-        del self._order[bisect.bisect_left(self._order, old)]
         self._room[node] = self._free(self.nodes_by_name[node])
-        bisect.insort(self._order, (-self._room[node], node))
+        new = (-self._room[node], node)
+        for order in [self._order, *(order for allowed, order in self._orders.values() if node in allowed)]:
+            del order[bisect.bisect_left(order, old)]
+            bisect.insort(order, new)
 
     def _add(self, pod: Pod, node: str) -> None:
-        used = self.used[node]
+        used, requests = self.used[node], pod.requests
         used["pods"] += 1
-        for k, v in pod.requests.items():
+        for k, v in requests.items():
             used[k] = used.get(k, 0.0) + v
-        for k, v in _nonzero(pod).items():
-            self.nonzero[node][k] += v
-        anti = []
-        for term in required_anti_affinity_terms(pod):
-            m = _matcher(term.get("labelSelector"))
-            if m is not None and term.get("topologyKey"):
-                anti.append((m, str(term["topologyKey"]), _term_namespaces(pod, term)))
+        nonzero = self.nonzero[node]
+        nonzero["cpu"] += requests.get("cpu") or NONZERO_CPU
+        nonzero["memory"] += requests.get("memory") or NONZERO_MEMORY
+        anti = _own_anti(pod) if pod.affinity is not None else ()  # run once per resident: most pods have none
         w = workload_of(pod)
         if w is not None and not pod.terminating:
             self.owned[w][node] += 1
@@ -172,7 +174,7 @@ class _Cluster:
                 domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
                 if counts is not None and domain is not None:
                     counts[domain] += 1
-        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, tuple(anti))
+        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
         self.by_ns[pod.namespace].append(r)
         if anti:
             self.with_anti.append(r)
@@ -215,7 +217,9 @@ class _Cluster:
     def others_anti(self, pod: Pod) -> list[tuple[str, str]]:
         """(key, value) domains where a pod already there refuses this one by its required anti-affinity."""
         nearby = self.anti_in.get(pod.namespace, ())
-        ident = (pod.namespace, tuple(sorted(pod.labels.items())), len(nearby))
+        if not nearby:
+            return []
+        ident = (pod.namespace, id(pod.labels), len(nearby))  # labels are pooled, and kept alive by their pods
         found = self._others.get(ident)
         if found is None:
             found = self._others[ident] = [
@@ -241,9 +245,16 @@ class _Cluster:
             found = self._domain_values[ident] = {d for d in (n.labels.get(key) for n in nodes) if d is not None}
         return found
 
-    def static_nodes(self, pod: Pod) -> tuple[list[Node], Counter[str], set[str]]:
+    def static_key(self, pod: Pod) -> str:
+        """_static_key, once per combination of the pooled values it reads (the pod is kept, so the ids stay its)."""
+        ids = (id(pod.node_selector), id(pod.affinity), id(pod.tolerations))
+        found = self._static_keys.get(ids)
+        if found is None:
+            found = self._static_keys[ids] = (_static_key(pod), pod)
+        return found[0]
+
+    def static_nodes(self, pod: Pod, key: str) -> tuple[list[Node], Counter[str], set[str]]:
         """The nodes that pass the filters that depend on the node alone, and why the others do not."""
-        key = _static_key(pod)
         found = self._static.get(key)
         if found is None:
             fit, refused = [], Counter[str]()
@@ -323,13 +334,13 @@ class _AffinityCheck:
         return None
 
 
-def _own_anti(pod: Pod) -> list[tuple[Matcher, str, tuple[str, ...]]]:
+def _own_anti(pod: Pod) -> tuple[tuple[Matcher, str, tuple[str, ...]], ...]:
     out = []
     for term in required_anti_affinity_terms(pod):
         m = _matcher(term.get("labelSelector"))
         if m is not None and term.get("topologyKey"):
             out.append((m, str(term["topologyKey"]), _term_namespaces(pod, term)))
-    return out
+    return tuple(out)
 
 
 class _SpreadCheck:
@@ -442,14 +453,13 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
             why = "no controller recreates it" if owner is None else "its DaemonSet recreates it on its own node"
             out.destinations[id(c)] = Destination(None, why, recreated=False)
             continue
-        _static, static_refused, allowed = cl.static_nodes(pod)
+        key = cl.static_key(pod)
+        _static, static_refused, allowed = cl.static_nodes(pod, key)
         refused = Counter(static_refused)
         affinity = _AffinityCheck(pod, cl)
         spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
         feasible = []
-        for name in cl.emptiest():  # the emptiest first: past SCORE_LIMIT feasible nodes the rest cannot matter much
-            if name not in allowed:
-                continue
+        for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
             n = by_name[name]
             refusal = _fits(pod, n, cl.used[name]) or affinity.refusal(n) or (spread.refusal(n) if spread else None)
             if refusal:

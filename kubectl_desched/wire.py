@@ -20,6 +20,7 @@ Int32 = Annotated[int, Meta(ge=shapes.INT32[0], le=shapes.INT32[1])]
 Int64 = Annotated[int, Meta(ge=shapes.INT64[0], le=shapes.INT64[1])]
 Count32 = Annotated[int, Meta(ge=0, le=shapes.INT32[1])]
 Time = Annotated[str, Meta(pattern=rf"^(?:{shapes.RFC3339.pattern})\Z")]
+PodTime = str  # a pod's status times: checked by model.py all at once, one regular expression a pod
 Quantity = str | int | float  # checked when parsed (model.py)
 Quantities = dict[str, Quantity]
 
@@ -211,14 +212,14 @@ class PodCondition(_Wire, kw_only=True, frozen=True):
     type: str
     status: str
     reason: str = ""
-    last_transition: Time = field(default="", name="lastTransitionTime")  # as written, "" when unset
+    last_transition: PodTime = field(default="", name="lastTransitionTime")  # as written, "" when unset
 
 
 class PodStatus(_Wire, kw_only=True):
     phase: str = ""
     reason: str = ""
     qos_class: Literal["Guaranteed", "Burstable", "BestEffort", ""] = ""
-    start_time: Time = ""
+    start_time: PodTime = ""
     conditions: list[PodCondition] = field(default_factory=list)
     container_statuses: list[ContainerStatus] = field(default_factory=list)
     init_container_statuses: list[ContainerStatus] = field(default_factory=list)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubectl_desched import placement
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.model import node_from_json, pod_from_json
 from kubectl_desched.placement import estimate
@@ -48,6 +49,20 @@ def test_each_replacement_counts_the_ones_placed_before() -> None:
             *(pod(f"pin{i}", "src", cpu="0", memory="7Gi") for i in range(1))]  # src's memory is taken
     first, second = where(objs, ["m1", "m2"])
     assert first[0] == "a" and second[0] == "b"  # a has 1 cpu left after m1
+
+
+def test_replacements_of_each_node_pool_see_the_landings_before_them(monkeypatch: Any) -> None:
+    """Each pool (node selector) keeps its own emptiest-first order: a landing, whichever pool's pod made it,
+    moves the node in every order that holds it. With one node scored per replacement, a stale order shows."""
+    monkeypatch.setattr(placement, "SCORE_LIMIT", 1)
+    pool = {"pool": "p"}
+    objs = [b.node("p1", cpu="4", labels=pool), b.node("p2", cpu="4", labels=pool), b.node("q1", cpu="4"),
+            b.node("src", cpu="8", memory="64Gi", unschedulable=True), pod("resident", "p2", cpu="1"),
+            pod("huge", "src", cpu="100", nodeSelector=pool), pod("any", "src", cpu="3"),
+            pod("m1", "src", cpu="1", nodeSelector=pool)]
+    # huge fits nowhere, but the pool's order is made for it: p1 (empty), then p2. `any` may go anywhere: p1
+    # (equal to q1, first by name), which leaves p1 fuller than p2: m1 must now go to p2.
+    assert [node for node, _tied in where(objs, ["huge", "any", "m1"])] == [None, "p1", "p2"]
 
 
 def test_filters_taints_selector_unschedulable_readiness_and_room() -> None:

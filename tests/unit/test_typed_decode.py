@@ -163,3 +163,35 @@ def test_a_name_checked_as_a_node_is_still_checked_as_a_namespace() -> None:
     bad = b.pod("web-9", "n1", namespace="node-a.zone-1")
     with pytest.raises(model.ParseError, match=r"metadata\.namespace"):
         model.pod_from_json(bad)
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    ("startTime", "2026-01-01T00:00:00Z|2026-01-01T00:00:00Z"),  # two good times joined: still not one
+    ("startTime", "yesterday"),
+    ("lastTransitionTime", "2026-13-01T00:00:00Z"),
+])
+def test_a_pods_status_times_are_checked_all_at_once_and_named_one_by_one(where: str, value: str) -> None:
+    """The typed decode checks a pod's status times with one match; what it refuses, the slow way names."""
+    pod = b.pod("web-0", "n1", namespace="shop")
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    field = "status.startTime"
+    if where == "startTime":
+        pod["status"]["startTime"] = value
+    else:
+        pod["status"]["conditions"].append({"type": "Initialized", "status": "True", "lastTransitionTime": value})
+        field = "status.conditions[1].lastTransitionTime"
+    data = _page([pod])
+    assert decode.page(data, "Pod") is None
+    with pytest.raises(model.ParseError) as info:
+        live.typed_page("Pod")(data, "/api/v1/pods")
+    assert str(info.value).startswith(f"Pod shop/web-0: {field}: must be an RFC 3339 timestamp")
+
+
+def test_good_status_times_pass_the_typed_decode() -> None:
+    pod = b.pod("web-0", "n1", namespace="shop")
+    pod["status"]["conditions"] = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00.123+02:00"},
+        {"type": "Initialized", "status": "True"}]
+    fast = decode.page(_page([pod]), "Pod")
+    assert fast is not None
+    assert [c.last_transition for c in fast[0][0].conditions] == ["2026-01-01T00:00:00.123+02:00", ""]
