@@ -37,7 +37,13 @@ def emit(doc: dict[str, Any], output: str, view: OutputOptions | None = None) ->
     """Every -o format but the tables (output.py), --sort-by and --no-headers applied."""
     view = view or OutputOptions(output)
     # kubectl ends a jsonpath template's output where the template ends (no newline of its own)
-    click.echo(formats.emit(doc, output, view.no_headers, view.sort_by), nl=not output.startswith("jsonpath="))
+    nl = not output.startswith("jsonpath=")
+    text = formats.emit(doc, output, view.no_headers, view.sort_by)
+    if isinstance(text, bytes):  # written as it is: no text copy, and no copy with the newline added
+        click.echo(text, nl=False)
+        click.echo("", nl=nl)
+    else:
+        click.echo(text, nl=nl)
 
 
 def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,

@@ -103,3 +103,14 @@ def test_cli_table_flags() -> None:
 def test_cli_bad_sort_by_is_one_usage_error() -> None:
     code, _out, err = run("--sort-by", "{.a[}")
     assert code == 2 and err.startswith("error: JSONPath '.a['") and err.count("\n") == 1
+
+
+def test_json_is_json_dumps_indented_byte_for_byte_as_bytes() -> None:
+    """-o json comes as bytes (no text copy of a 40 MB plan), exactly what json.dumps(indent=2) writes."""
+    import json
+
+    doc = {"candidates": [{"pod": "shop/wéb-0", "reason": "cpu 93.5% > 80% ≥ target", "n": 1e16, "x": [],
+                           "m": {}, "f": 0.1 + 0.2, "none": None, "t": True}], "nodes": [{"e": [[]], "s": "\u2028"}]}
+    got = output.emit(doc, "json")
+    assert isinstance(got, bytes) and got == json.dumps(doc, indent=2).encode()
+    assert output.indented_json(doc, 4) == json.dumps(doc, indent=4)
