@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -254,7 +255,8 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
 
 
 def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector: str | None = None,
-              progress: Progress | None = None, label: str = "", accept: str = "application/json") -> list[Any]:
+              progress: Progress | None = None, label: str = "", accept: str = "application/json",
+              each_page: Callable[[], None] = lambda: None) -> list[Any]:
     """Read a whole list; on 410 Gone start again from the first page, as kubectl does."""
     for _attempt in range(4):
         out: list[Any] = []
@@ -262,6 +264,7 @@ def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector:
             for page in list_pages(conn, path, field_selector=field_selector, progress=progress, label=label,
                                    parse=parse, accept=accept):
                 out += page
+                each_page()
             return out
         except ListExpired:
             continue
@@ -369,28 +372,71 @@ def _read_extras(conn: Connection, kinds: set[str] | frozenset[str], warn: Calla
     return {kind: objs for kind, objs in found.items() if objs is not None}
 
 
+class _Beside:
+    """A read on its own thread while the pods are read (the server sends both at once): its answer or its error
+    when asked for. A daemon thread, so an interrupted command exits without waiting for it."""
+
+    def __init__(self, read: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(read,), name="beside", daemon=True)
+        self._thread.start()
+
+    def _run(self, read: Callable[[], Any]) -> None:
+        try:
+            self._value = read()
+        except BaseException as e:  # handed to the reader's thread by result()
+            self._error = e
+
+    def raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 @cycle_collector_paused()
 def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
                  warn: Callable[[str], None] = lambda _m: None, kinds: set[str] | frozenset[str] = frozenset()
                  ) -> ClusterState:
     """Nodes, pods and PDBs. With a short list of node names only those nodes' pods are read
-    (field selector spec.nodeName), which is what `explain node` and `--nodes` need."""
+    (field selector spec.nodeName), which is what `explain node` and `--nodes` need.
+
+    The nodes, and then the PDBs and other kinds, are read beside the pods, each on its own thread: at 5,000
+    nodes that is 50 MB the server sends while it pages through the pods. What comes out is what reading them
+    one after the other gives: the same objects, the first error in that order (nodes, pods, PDBs, other
+    kinds; a failed node read stops the pod read at its next page), the warnings in that order too."""
     what = "reading the cluster"
+    later: list[str] = []  # warnings of the reads beside, said once the pods are read (as before, in order)
+    nodes_read = _Beside(lambda: _read_all(conn, "/api/v1/nodes", typed_page("Node"), label="nodes"))
+    others_read = _Beside(lambda: (_read_pdbs(conn, later.append), _read_extras(conn, kinds, later.append)))
     try:
         try:
-            nodes = _read_all(conn, "/api/v1/nodes", typed_page("Node"), progress=progress, label="nodes")
-            if node_names is not None and len(node_names) <= 20:
-                pods = []
-                for name in node_names:
-                    pods += _read_all(conn, "/api/v1/pods", typed_page("Pod"),
-                                      field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
-            else:
-                # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
-                pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), progress=progress, label="pods")
+            pods: list[Any] = []
+            try:
+                if node_names is not None and len(node_names) <= 20:
+                    for name in node_names:
+                        pods += _read_all(conn, "/api/v1/pods", typed_page("Pod"),
+                                          field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
+                else:
+                    # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
+                    pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), progress=progress, label="pods",
+                                     each_page=nodes_read.raise_if_failed)  # a failed node read stops it
+            except BaseException:
+                nodes_read.result()  # the nodes' error comes first, as when they were read first
+                raise
+            nodes = nodes_read.result()
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
-        pdbs = _read_pdbs(conn, warn)
-        extra = _read_extras(conn, kinds, warn)
+        try:
+            pdbs, extra = others_read.result()
+        finally:  # said only once nodes and pods are read, as when these reads came after them
+            for w in later:
+                warn(w)
     except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)

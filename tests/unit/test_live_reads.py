@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -168,3 +169,44 @@ def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch
     assert "/api/v1/nodes" not in paths and "/apis/policy/v1/poddisruptionbudgets" not in paths  # no full lists
     assert {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"} == {"spec.nodeName=n1"}
     assert live.read_node(_conn(), "nope") is None
+
+
+def test_nodes_and_pdbs_are_read_beside_the_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nodes and the PDBs are answered only once the pods' last page was asked for: read one after the other,
+    this would wait (and fail on the timeout)."""
+    server = FakeServer(*_objects())
+    last_pod_page = threading.Event()
+
+    def beside(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/api/v1/pods" and dict(kw.get("query") or []).get("continue") == "0006":
+            last_pod_page.set()
+        elif path != "/api/v1/pods":
+            assert last_pod_page.wait(10), f"{path} was read after the pods, not beside them"
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_raw", beside)
+    state = live.read_cluster(_conn())
+    assert sorted(state.nodes) == ["n0", "n1", "n2"] and len(state.pods) == 7
+
+
+def test_a_failed_node_read_stops_the_pod_read_and_is_the_only_thing_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, _pods = _objects()
+    server = FakeServer(nodes, [b.pod(f"p{i}", "n0") for i in range(40)])  # 20 pages
+    refused = threading.Event()
+
+    def no_nodes(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/api/v1/nodes" or "poddisruptionbudgets" in path:
+            if path == "/api/v1/nodes":
+                refused.set()
+            raise ApiException(status=403, reason="Forbidden")
+        if dict(kw.get("query") or []).get("continue"):
+            assert refused.wait(10)
+            time.sleep(0.05)  # the node reader has handed its error over
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_raw", no_nodes)
+    warnings: list[str] = []
+    with pytest.raises(DeschedError, match=r"^reading the cluster: forbidden \(403\)"):
+        live.read_cluster(_conn(), warn=warnings.append)
+    assert len([q for path, q in server.calls if path == "/api/v1/pods"]) < 20
+    assert warnings == []  # the PDBs' refusal is said only after a read that got that far
