@@ -426,7 +426,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                     # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
                     pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), progress=progress, label="pods",
                                      each_page=nodes_read.raise_if_failed)  # a failed node read stops it
-            except BaseException:
+            except Exception:  # an interrupt (Ctrl-C, a signal) leaves at once, not waiting for the nodes
                 nodes_read.result()  # the nodes' error comes first, as when they were read first
                 raise
             nodes = nodes_read.result()

@@ -210,3 +210,23 @@ def test_a_failed_node_read_stops_the_pod_read_and_is_the_only_thing_said(monkey
         live.read_cluster(_conn(), warn=warnings.append)
     assert len([q for path, q in server.calls if path == "/api/v1/pods"]) < 20
     assert warnings == []  # the PDBs' refusal is said only after a read that got that far
+
+
+def test_an_interrupt_during_the_pod_read_does_not_wait_for_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+    release = threading.Event()
+
+    def slow_nodes(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/api/v1/pods":
+            raise KeyboardInterrupt
+        release.wait(10)  # a node read that hangs
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_raw", slow_nodes)
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            live.read_cluster(_conn())
+        assert time.monotonic() - began < 5
+    finally:
+        release.set()
