@@ -500,7 +500,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     t = Timings()
     me = [sys.executable, str(Path(__file__).resolve())]
     exe = args.exe
-    result: dict[str, Any] = {"nodes": nodes, "pods": pods, "runs": args.runs, "exe": exe,
+    result: dict[str, Any] = {"nodes": nodes, "pods": pods, "runs": args.runs, "exe": exe, "compare": args.compare,
                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "link": f"{args.mbit:g} Mbit/s, {args.rtt_ms:g} ms RTT"}
     snap = snapshot_file(work, nodes, pods) if "snapshot" not in args.skip else None
@@ -535,6 +535,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         if "tool" not in args.skip:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
                       cmd("explain node", [exe, "explain", "node", node])]
+        # --compare: another build's balance, read and explain in the same rounds (before/after in one run)
+        other = args.compare
+        other_balance = [other, *balance[1:]] if other else []
+        other_read = [str(Path(other).with_name("python")), "-c", READ_ONLY] if other else []
+        if other and "tool" not in args.skip:
+            steps += [cmd(f"{COMPARED} balance", other_balance), cmd(f"{COMPARED} balance: read only", other_read),
+                      cmd(f"{COMPARED} explain node", [other, "explain", "node", node])]
         if "start" not in args.skip:
             steps += [Step("version", lambda: {"version": measure([exe, "version"], env)}, live=False),
                       Step("completion", lambda: {"completion": measure([exe, "__complete", "balance", "--no-"],
@@ -564,6 +571,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                         continue
                     steps.append(floor_step(f"link: floor {media}" + (" gzip" if gz else ""), link_config, media, gz))
                 steps += [cmd("link: balance", balance, link_env), cmd("link: balance: read only", read_only, link_env)]
+                if other:
+                    steps += [cmd(f"{COMPARED} link: balance", other_balance, link_env)]
             interleave(steps, args.runs, cluster, t)
             result["churn_patches"] = churn.patches
         if snap is not None:
@@ -606,6 +615,8 @@ ROWS: list[tuple[str, str | None]] = [
     ("link: floor json", "link: floor json gzip"), ("link: balance", "link: floor json gzip"),
     ("link: balance: read only", "link: floor json gzip"),
 ]
+COMPARED = "compared:"  # the rows of --compare's build, each against this build's same row
+ROWS += [(f"{COMPARED} {name}", name) for name in ("balance", "balance: read only", "explain node", "link: balance")]
 
 
 def megabytes(n: float) -> str:
@@ -658,6 +669,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",
                     help="generated snapshots and etcd data, kept between runs")
     ap.add_argument("--results", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--compare", metavar="EXE", help="another build's kubectl-desched (a python beside it): its "
+                    "balance, read and explain node measured in the same rounds, as `compared:` rows")
     ap.add_argument("--exe", default=str(Path(sys.executable).with_name("kubectl-desched")),
                     help="the kubectl-desched to measure (default: this venv's)")
     args = ap.parse_args(argv)
@@ -666,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if not os.access(args.exe, os.X_OK):
         ap.error(f"{args.exe} is not executable (pip install -e . in this virtualenv)")
+    if args.compare and not (os.access(args.compare, os.X_OK) and Path(args.compare).with_name("python").exists()):
+        ap.error(f"--compare {args.compare}: not an executable kubectl-desched with a python beside it")
     log(f"{args.nodes:,} nodes / {args.pods:,} pods, {args.runs} interleaved rounds")
     result = bench(args)
     if args.results:
