@@ -219,6 +219,12 @@ from kubectl_desched.kube.live import read_cluster
 read_cluster(connect(KubeOptions()))
 """
 
+def read_only_command(exe: str) -> list[str]:
+    """READ_ONLY run by the python beside `exe`. -P: the package comes from that python's environment, never from
+    the working directory (a checkout of another build)."""
+    return [str(Path(exe).with_name("python")), "-P", "-c", READ_ONLY]
+
+
 CYCLE_START = "Resetting pod evictor counters"  # logged at -v=3 when a cycle starts: informers are synced by then
 CYCLE_END = "Number of evictions/requests"
 UNDER, OVER = "Number of underutilized nodes", "Number of overutilized nodes"
@@ -530,16 +536,15 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 for gz in (False, True):
                     steps.append(floor_step(f"floor {media}" + (" gzip" if gz else ""), cluster.kubeconfig, media, gz))
         # The tool's own read of the cluster (nodes, pods, PDBs) and nothing after it: how far balance's reading is
-        # from the floor, apart from planning, the placement estimate and writing the plan. -P: the package comes
-        # from that python's environment, never from the working directory (a checkout of another build).
-        read_only = [str(Path(exe).with_name("python")), "-P", "-c", READ_ONLY]
+        # from the floor, apart from planning, the placement estimate and writing the plan.
+        read_only = read_only_command(exe)
         if "tool" not in args.skip:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
                       cmd("explain node", [exe, "explain", "node", node])]
         # --compare: another build's balance, read and explain in the same rounds (before/after in one run)
         other = args.compare
         other_balance = [other, *balance[1:]] if other else []
-        other_read = [str(Path(other).with_name("python")), "-P", "-c", READ_ONLY] if other else []
+        other_read = read_only_command(other) if other else []
         if other and "tool" not in args.skip:
             steps += [cmd(f"{COMPARED} balance", other_balance), cmd(f"{COMPARED} balance: read only", other_read),
                       cmd(f"{COMPARED} explain node", [other, "explain", "node", node])]

@@ -302,16 +302,13 @@ def _checked(field: str, value: str, problem: Callable[[str], str | None]) -> st
     return value
 
 
-_resource_lists: dict[tuple[Any, ...], dict[str, float]] = {}
-
-
 def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
     """A ResourceList: cpu in millicores, the rest in base units; finite and not negative, as the API stores.
-    Parsed once per distinct list (containers repeat theirs); the result is shared, so it is never changed."""
+    Parsed once per distinct list (containers repeat theirs); the result is pooled, so it is never changed."""
     if not raw:
         return {}
-    key = tuple(raw.items())
-    out = _resource_lists.get(key)
+    key = ("resources", *raw.items())
+    out = _pool.find(key)
     if out is not None:
         return out
     out = {}
@@ -320,9 +317,7 @@ def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
         if not 0 <= value < _INF:  # NaN fails this too
             raise _Wrong
         out[_intern(k)] = value
-    if len(_resource_lists) < 1 << 16:
-        _resource_lists[key] = out
-    return out
+    return _pool.get(key, out)
 
 
 def _strings(raw: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -41,7 +41,8 @@ def emit(doc: dict[str, Any], output: str, view: OutputOptions | None = None) ->
     text = formats.emit(doc, output, view.no_headers, view.sort_by)
     if isinstance(text, bytes):  # written as it is: no text copy, and no copy with the newline added
         click.echo(text, nl=False)
-        click.echo("", nl=nl)
+        if nl:
+            click.echo("")
     else:
         click.echo(text, nl=nl)
 

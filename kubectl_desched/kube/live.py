@@ -394,8 +394,7 @@ class _Beside:
 
     def result(self) -> Any:
         self._thread.join()
-        if self._error is not None:
-            raise self._error
+        self.raise_if_failed()
         return self._value
 
 
