@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,8 +18,10 @@ from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, b
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.names import dns1123_subdomain_problem
-from kubectl_desched.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:
+    from kubectl_desched.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})

@@ -26,7 +26,7 @@ from msgspec import Struct
 from kubectl_desched import shapes, wire
 from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.quantity import resource_value
-from kubectl_desched.safeload import short
+from kubectl_desched.sanitize import short
 from kubectl_desched.selectors import Matcher, label_selector
 from kubectl_desched.shapes import Invalid
 

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubectl_desched.errors import UsageError
+from kubectl_desched.sanitize import short as short  # used here too; the readers of input files call it from here
 
 MAX_DEPTH = 100  # lists and objects inside each other; a Kubernetes object rarely goes past 20
 MAX_CONFIG_CHARS = 16 << 20  # a policy, a patch, plugin args, one kubeconfig file
@@ -218,11 +219,6 @@ def yaml_value(text: str, name: str, loader: Any = PolicyLoader) -> Any:
     if len(docs) > 1:
         raise InputError(f"{name}: expected one YAML document, found {len(docs)}")
     return docs[0] if docs else None
-
-
-def short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # --- JSON ------------------------------------------------------------------------------------------------------

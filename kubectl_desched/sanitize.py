@@ -53,3 +53,9 @@ def one_line(text: object, limit: int = SERVER_TEXT_LIMIT) -> str:
 def shown(value: object, limit: int = VALUE_LIMIT) -> str:
     """A value to quote back in an error message, quoted, made printable and shortened: `'9999...'`."""
     return "'" + one_line(value, limit).replace("'", "\\'") + "'"
+
+
+def short(text: str, limit: int = 120) -> str:
+    """Whitespace runs folded to one space, cut to `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

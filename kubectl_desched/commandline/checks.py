@@ -9,12 +9,11 @@ from typing import Any
 
 import click
 
-from kubectl_desched import safeload
 from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
-from kubectl_desched.sanitize import shown
+from kubectl_desched.sanitize import short, shown
 from kubectl_desched.selectors import parse_selector
 
 MAX_IN_FLIGHT = 1000  # each eviction in flight is a thread and a connection
@@ -86,6 +85,8 @@ def file_name(flag: str, path: str | None) -> str | None:
 
 def plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """--args PLUGIN=JSON|YAML, repeatable; later keys of the same plugin win."""
+    from kubectl_desched import safeload  # yaml: only a command given --args loads it
+
     out: dict[str, dict[str, Any]] = {}
     for v in values:
         plugin, sep, text = v.partition("=")
@@ -96,7 +97,7 @@ def plugin_args(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
                 raise  # too big or too deep: say so
             parsed = None
         if not sep or not isinstance(parsed, dict):
-            raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {safeload.short(repr(v))}")
+            raise UsageError(f"--args: expected PLUGIN={{...}} with a JSON/YAML object, got {short(repr(v))}")
         out.setdefault(plugin.strip(), {}).update(parsed)
     return out
 

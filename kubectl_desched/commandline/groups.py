@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
@@ -16,19 +16,21 @@ from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCO
 from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
-from kubectl_desched.kube.overrides import ConnectionFlags
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
-from kubectl_desched.options import (
-    DEFAULT_TIMEOUT,
-    ActOptions,
-    ClusterAccess,
-    MigrationOptions,
-    Options,
-    OutputOptions,
-    ScopeOptions,
-)
 from kubectl_desched.output import check_format, check_sort_by
-from kubectl_desched.plugins.migrationcontroller import JOB_MODES
+from kubectl_desched.podmigrationjob import JOB_MODES
+
+# The parsed groups' types are imported where a command runs: their dozen frozen dataclasses take a few
+# milliseconds to build, which `version`, `--help` and a completion request do not need.
+if TYPE_CHECKING:
+    from kubectl_desched.options import (
+        ActOptions,
+        ClusterAccess,
+        MigrationOptions,
+        Options,
+        OutputOptions,
+        ScopeOptions,
+    )
 
 T = TypeVar("T")
 
@@ -60,6 +62,9 @@ CONNECTION = ("server", "token", "certificate_authority", "client_certificate", 
 
 
 def _access(v: dict[str, Any]) -> ClusterAccess:
+    from kubectl_desched.kube.overrides import ConnectionFlags
+    from kubectl_desched.options import ClusterAccess
+
     files = tuple(v["from_files"])
     if any(not f.strip() for f in files):
         raise UsageError("--from-file: the file name must not be empty")
@@ -115,6 +120,8 @@ cluster_access = OptionGroup("access", [
 
 
 def _scope(v: dict[str, Any]) -> ScopeOptions:
+    from kubectl_desched.options import ScopeOptions
+
     return ScopeOptions(
         namespaces=checks.names("-n/--namespace", v["namespaces"], dns1123_label_problem),
         all_namespaces=v["all_namespaces"],
@@ -144,6 +151,8 @@ scope = OptionGroup("scope", [
 
 
 def _migration(v: dict[str, Any]) -> MigrationOptions | None:
+    from kubectl_desched.options import MigrationOptions
+
     if v["evictor"] != "migration":
         for flag in ("migration_mode", "migration_ttl", "no_wait"):
             if v[flag]:
@@ -160,6 +169,8 @@ def _migration(v: dict[str, Any]) -> MigrationOptions | None:
 
 
 def _acting(v: dict[str, Any]) -> ActOptions:
+    from kubectl_desched.options import DEFAULT_TIMEOUT, ActOptions
+
     return ActOptions(
         yes=v["yes"], dry_run=v["dry_run"],
         # -1 is kubectl's "the pod's own": send none (the API server would make any negative 1 second)
@@ -200,6 +211,13 @@ acting = OptionGroup("acting", [
     option(ACTING, "--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
 ], _acting)
 
+def _output(v: dict[str, Any]) -> OutputOptions:
+    from kubectl_desched.options import OutputOptions
+
+    return OutputOptions(check_format(v["output"]), not v["no_pager"], v["no_headers"], check_sort_by(v["sort_by"]),
+                         v["show_labels"])
+
+
 output = OptionGroup("output", [
     option(OUTPUT, "-o", "--output", default="table", show_default=True, metavar="FORMAT",
            shell_complete=completion.output_formats,
@@ -211,12 +229,13 @@ output = OptionGroup("output", [
     option(OUTPUT, "--show-labels", is_flag=True, help="A LABELS column with each candidate's labels."),
     option(OUTPUT, "--no-pager", is_flag=True,
            help="Print a long plan straight to the terminal instead of through $PAGER (less -FRX)."),
-], lambda v: OutputOptions(check_format(v["output"]), not v["no_pager"], v["no_headers"],
-                           check_sort_by(v["sort_by"]), v["show_labels"]))
+], _output)
 
 
 def options(access: ClusterAccess, scope: ScopeOptions, output: OutputOptions,
             acting: ActOptions | None = None) -> Options:
     """One command's options; the first -n is also kubectl's namespace override, as kubectl reads it."""
+    from kubectl_desched.options import ActOptions, Options
+
     access = replace(access, namespace=scope.namespaces[0] if scope.namespaces else None)
     return Options(access, scope, acting or ActOptions(), output.format, output.pager, output)

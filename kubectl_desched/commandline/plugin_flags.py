@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,13 +14,12 @@ from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import EVICTOR_FILTERS, PLUGINS, option
 from kubectl_desched.errors import ConfigError, UsageError
-from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.flags import Flag, Integer, Switch
-from kubectl_desched.framework.registry import PluginSpec, Registry
-from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import Policy, apply_patch, decode_policy, policy_from_plugins
-from kubectl_desched.policyfile import load_policy, patch_text
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+
+if TYPE_CHECKING:  # imported where used: `version`, `--help` and completion start without the policy modules
+    from kubectl_desched.framework.registry import PluginSpec, Registry
+    from kubectl_desched.policy import Policy
 
 DEFAULT_EVICTOR = "DefaultEvictor"
 LIMITS = {"max_pods_per_node": "maxNoOfPodsToEvictPerNode", "max_pods_per_namespace": "maxNoOfPodsToEvictPerNamespace",
@@ -46,6 +45,9 @@ def registry(ctx: click.Context) -> Registry:
     """The installed plugins, loaded once per run; a broken out-of-tree plugin is one warning line."""
     found = ctx.meta.get("kubectl_desched.registry")
     if found is None:
+        from kubectl_desched.plugins import full_registry
+
+
         found = ctx.meta["kubectl_desched.registry"] = full_registry()
         for line in found.broken:
             click.echo(f"warning: {one_line(line, LINE_LIMIT)}", err=True)
@@ -177,6 +179,9 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     """--policy (with --policy-patch), or the one-profile policy the plugin flags describe. With only_point
     (the balance and deschedule commands) a --plugin must have that extension point: `balance --plugin
     PodLifeTime` names the command that runs it instead of quietly running a Deschedule plugin."""
+    from kubectl_desched.policy import apply_patch, decode_policy, policy_from_plugins
+    from kubectl_desched.policyfile import load_policy, patch_text
+
     if flags.policy_file:
         given = [*(["--plugin"] if flags.plugins else []), *(["--args"] if flags.plugin_args else []), *flags.values]
         if given:
@@ -227,6 +232,8 @@ def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
 
 def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any]) -> None:
     """Args from flags that do not decode are the error of the flag that set them, as the plugin declares."""
+    from kubectl_desched.framework.args import decode_args
+
     if spec.args_type is None:
         return
     try:

@@ -17,6 +17,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
+from kubectl_desched.podmigrationjob import RESERVATION_FIRST
 from kubectl_desched.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ CREATOR = "kubectl-desched"
 RUN_LABEL = "kubectl-desched/run"  # one value per run: the watch follows this run's jobs only
 
 # Koordinator's MigrationController defaults (defaultJobMode, defaultJobTTL).
-DEFAULT_MODE = "ReservationFirst"
+DEFAULT_MODE = RESERVATION_FIRST
 DEFAULT_TTL_SECONDS = 300.0
 # When the controller's verdict comes: it checks a job's TTL only when it next reconciles the job, and a job whose
 # eviction failed (a PDB, an error) is retried with a backoff that doubles up to 1000 s, so a job may fail with

@@ -30,7 +30,6 @@ from kubectl_desched.state import ClusterState
 JOB_KIND = "PodMigrationJob"
 WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "ReplicationController")
 LIVE_PHASES = frozenset({"", "Pending", "Running"})  # a job without a phase is Pending to the controller
-RESERVATION_FIRST = "ReservationFirst"
 
 
 def scaled_value(value: int | str, total: int) -> int:

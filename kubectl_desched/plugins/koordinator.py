@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubectl_desched import safeload
 from kubectl_desched.errors import UsageError
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.quantity import resource_value
@@ -82,6 +81,8 @@ def raw_allocatable(node: Node) -> Mapping[str, float]:
     text = node.annotations.get(RAW_ALLOCATABLE)
     if not text:
         return node.allocatable
+    from kubectl_desched import safeload  # with yaml: loaded only when a node has the annotation
+
     try:
         raw = safeload.json_value(text, RAW_ALLOCATABLE)  # bounded: an annotation of a snapshot nobody vouched for
         values = {str(k): resource_value(str(k), v) for k, v in raw.items()}

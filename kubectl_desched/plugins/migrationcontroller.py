@@ -24,10 +24,10 @@ from kubectl_desched.plugins.defaultevictor import (
     DefaultEvictorArgs,
     PriorityThreshold,
 )
+from kubectl_desched.podmigrationjob import JOB_MODES, RESERVATION_FIRST
 
 EVICTION_COST_ANNOTATION = "scheduling.koordinator.sh/eviction-cost"
 MAX_EVICTION_COST = str(2**31 - 1)
-JOB_MODES = ("ReservationFirst", "EvictDirectly")  # PodMigrationJob spec.mode
 DEFAULT_SCHEDULER_NAMES = ["koord-scheduler"]  # the scheduler that can place a ReservationFirst job's Reservation
 DEFAULT_MAX_MIGRATING_PER_NODE = 2
 # skipEvictionGates values (Koordinator's EvictionGate names).
@@ -176,7 +176,7 @@ class MigrationController(DefaultEvictor):
     def _scheduler(self, pod: Pod) -> str | None:
         """A ReservationFirst job needs a scheduler that places Reservations: koord-descheduler skips the others'
         pods."""
-        if self.koord_args.job_mode != "ReservationFirst" or pod.scheduler_name in self.scheduler_names:
+        if self.koord_args.job_mode != RESERVATION_FIRST or pod.scheduler_name in self.scheduler_names:
             return None
         return (f"schedulerName {pod.scheduler_name} is not in MigrationController schedulerNames "
                 f"({', '.join(self.scheduler_names)}), which defaultJobMode ReservationFirst needs")

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from kubectl_desched import plugins
 from kubectl_desched.cli import cli
-from kubectl_desched.commandline import plugin_flags
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, PluginArgs, PluginSpec, Registry
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer
@@ -48,7 +48,7 @@ def acme(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         found.register(PluginSpec.of(AcmeKeep, "acme (entry point AcmeKeep)"))
         return found
 
-    monkeypatch.setattr(plugin_flags, "full_registry", registry)
+    monkeypatch.setattr(plugins, "full_registry", registry)  # where the CLI finds it when a command runs
     monkeypatch.chdir(tmp_path)
     (tmp_path / "snap.yaml").write_text(yaml.safe_dump(b.cluster(b.node("n1"), b.node("n2"))))
     return tmp_path
@@ -93,7 +93,7 @@ def test_a_flag_another_option_or_plugin_has_is_left_out_with_a_warning(monkeypa
             found.register(PluginSpec.of(plugin))
         return found
 
-    monkeypatch.setattr(plugin_flags, "full_registry", registry)
+    monkeypatch.setattr(plugins, "full_registry", registry)  # where the CLI finds it when a command runs
     result = CliRunner().invoke(cli, ["deschedule", "--help"])
     assert result.exit_code == 0
     assert "warning: plugin AcmeClash: flag --max-pods is taken by another option; left out" in result.output

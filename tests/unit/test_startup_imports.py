@@ -1,6 +1,7 @@
 """`version`, `--help`, a command's `--help` and anything read from a snapshot start without the kubernetes client
-(about 0.5 s of a 1 s start) or urllib3: both are imported where a request is made. bench/startup.py reports the
-times."""
+(about 0.5 s of a 1 s start) or urllib3: both are imported where a request is made. `version` and `--help` start
+without the plugin framework too, and a completion request without the policy readers and yaml: issue 13's
+0.15 s. bench/startup.py reports the times."""
 
 from __future__ import annotations
 
@@ -34,6 +35,28 @@ def client_modules(imported: set[str]) -> set[str]:
 @pytest.mark.parametrize("args", [["version"], ["--help"], ["balance", "--help"], ["deschedule", "--help"]])
 def test_no_kubernetes_client_at_start(args: list[str]) -> None:
     assert not client_modules(imported_by(args))
+
+
+# What a command needs only once it runs: the model and msgspec, the plugins and their registry (entry points),
+# the policy readers, yaml, the parsed option types.
+_FRAMEWORK = ("kubectl_desched.model", "msgspec", "kubectl_desched.plugins", "kubectl_desched.framework.registry",
+              "importlib.metadata", "kubectl_desched.policy", "kubectl_desched.policyfile", "yaml",
+              "kubectl_desched.options")
+_RUN_ONLY = ("kubectl_desched.policy", "kubectl_desched.policyfile", "kubectl_desched.kube.snapshot", "yaml",
+             "jsonpatch", "kubectl_desched.options")
+
+
+@pytest.mark.parametrize("args", [["version"], ["--help"]])
+def test_version_and_help_start_without_the_framework(args: list[str]) -> None:
+    imported = imported_by(args)
+    assert "click" in imported
+    assert not imported & set(_FRAMEWORK)
+
+
+def test_a_completion_request_reads_the_plugins_but_not_the_policy_readers() -> None:
+    imported = imported_by(["__complete", "balance", "--no-"])
+    assert {"kubectl_desched.plugins", "kubectl_desched.framework.registry"} <= imported  # their flags complete
+    assert not imported & set(_RUN_ONLY)
 
 
 @pytest.fixture
