@@ -541,6 +541,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         if "tool" not in args.skip:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
                       cmd("explain node", [exe, "explain", "node", node])]
+            if "uncompressed" not in args.skip:  # what kubectl's --disable-compression saves where the link is fast
+                steps.append(cmd("balance --disable-compression", [*balance, "--disable-compression"]))
         # --compare: another build's balance, read and explain in the same rounds (before/after in one run)
         other = args.compare
         other_balance = [other, *balance[1:]] if other else []
@@ -615,7 +617,7 @@ ROWS: list[tuple[str, str | None]] = [
     ("floor protobuf gzip", "floor json"),
     ("descheduler: informers synced", "floor json"), ("descheduler: first complete cycle", "floor json"),
     ("balance", "floor json"), ("balance: read only", "floor json"),
-    ("explain node", None), ("version", None), ("completion", None),
+    ("balance --disable-compression", "floor json"), ("explain node", None), ("version", None), ("completion", None),
     ("json.load", None), ("run --from-file", "json.load"),
     ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),
     ("link: floor json", "link: floor json gzip"), ("link: balance", "link: floor json gzip"),
@@ -668,8 +670,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, help="instead of --scale")
     ap.add_argument("--pods", type=int, help="instead of --scale")
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")
-    ap.add_argument("--skip", default="", help="comma-separated: floors, tool, start, descheduler, snapshot, link, "
-                    "link-json (the uncompressed JSON floor over the link)")
+    ap.add_argument("--skip", default="", help="comma-separated: floors, tool, uncompressed (balance with "
+                    "--disable-compression), start, descheduler, snapshot, link, link-json (the uncompressed JSON "
+                    "floor over the link)")
     ap.add_argument("--mbit", type=float, default=100.0, help="the link's bandwidth (default 100 Mbit/s)")
     ap.add_argument("--rtt-ms", type=float, default=20.0, help="the link's round-trip time (default 20 ms)")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",

@@ -95,6 +95,7 @@ class Connection:
     namespace: str
     timeout: Timeout = field(default=None)
     chunk_size: int = 500
+    compress: bool = True  # ask for gzip; off with --disable-compression or the cluster's disable-compression
 
 
 def _kubeconfig_paths(opts: KubeOptions) -> tuple[str, list[str]]:
@@ -343,7 +344,7 @@ def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Con
     with open(f"{_SA_DIR}/namespace") as f:
         namespace = opts.namespace or f.read().strip() or "default"
     return Connection(api_client(cfg, opts), cfg.host, "(in-cluster)", namespace, _timeout(opts),
-                      opts.chunk_size)
+                      opts.chunk_size, not flags.disable_compression)
 
 
 def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
@@ -376,6 +377,7 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     cluster_entry, user_entry = found["cluster"], found["user"]
     cluster = overrides.cluster((cluster_entry.value.get("cluster") or {}) if cluster_entry else {}, flags)
     user = overrides.user((user_entry.value.get("user") or {}) if user_entry else {}, flags)
+    compress = not overrides.compression_disabled(cluster, f'cluster "{printable(entry.get("cluster") or "")}"')
 
     def node(found_entry: _Entry | None, kind: str, value: dict) -> ConfigNode:
         label, path = (found_entry.label, found_entry.path) if found_entry else (f"{kind} from the flags", None)
@@ -404,4 +406,4 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
         raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
     namespace = opts.namespace or entry.get("namespace") or "default"
     return Connection(api_client(cfg, opts), cfg.host, ctx_name or cfg.host, namespace, _timeout(opts),
-                      opts.chunk_size)
+                      opts.chunk_size, compress)

@@ -1,6 +1,7 @@
 """kubectl's connection flags (-s/--server, --token, --certificate-authority, --client-certificate, --client-key,
---insecure-skip-tls-verify, --tls-server-name) laid over the kubeconfig's cluster and user entries, with client-go's
-rules for which fields a flag clears. Pure dict work: the kubernetes client then loads the result as a kubeconfig."""
+--insecure-skip-tls-verify, --tls-server-name, --disable-compression) laid over the kubeconfig's cluster and user
+entries, with client-go's rules for which fields a flag clears. Pure dict work: the kubernetes client then loads the
+result as a kubeconfig."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class ConnectionFlags:
     client_key: str | None = None
     insecure_skip_tls_verify: bool = False
     tls_server_name: str | None = None
+    disable_compression: bool = False
 
     def any(self) -> bool:
         return any(v for v in vars(self).values())
@@ -64,7 +66,17 @@ def cluster(entry: dict, flags: ConnectionFlags) -> dict:
         out.pop("tls-server-name", None)
         if flags.tls_server_name:
             out["tls-server-name"] = flags.tls_server_name
+    if flags.disable_compression:  # the flag can only turn compression off, as client-go merges it
+        out["disable-compression"] = True
     return out
+
+
+def compression_disabled(entry: dict, where: str) -> bool:
+    """The cluster entry's disable-compression (client-go's DisableCompression): a boolean, as kubectl requires."""
+    value = entry.get("disable-compression", False)
+    if not isinstance(value, bool):
+        raise UsageError(f"{where}: disable-compression must be true or false")
+    return value
 
 
 def user(entry: dict, flags: ConnectionFlags) -> dict:

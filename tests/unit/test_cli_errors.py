@@ -82,6 +82,7 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", *SNAP, "--use-metrics", "--thresholds", "nvidia.com/gpu=10"], 2,
      "thresholds.nvidia.com/gpu: metrics.k8s.io measures only cpu and memory"),
     (["balance", "--from-file", "snap.yaml", "--token", "t"], 2, "--from-file reads a snapshot: the flags that reach"),
+    (["balance", "--from-file", "snap.yaml", "--disable-compression"], 2, "--from-file reads a snapshot: the flags"),
     (["balance", "--from-file", "snap.yaml", "-s", "https://x"], 2, "--from-file reads a snapshot"),
     (["balance", "-s", ""], 2, "-s/--server must not be empty"),
     (["balance", "--certificate-authority", "nope.crt"], 2, "--certificate-authority nope.crt: no such file"),

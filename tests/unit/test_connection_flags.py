@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import overrides
@@ -134,3 +135,45 @@ def test_field_selector_narrows_the_candidates_not_the_nodes_counts(tmp_path: Pa
     why = CliRunner().invoke(cli, ["explain", "pod", "default/a", "--from-file", "snap.yaml", "--plugin",
                                    "RemoveFailedPods", "--field-selector", "spec.nodeName=n2"])
     assert "fields do not match --field-selector spec.nodeName=n2" in why.output, why.output
+
+
+def test_compression_is_asked_for_unless_the_flag_or_the_cluster_turns_it_off(tmp_path: Path) -> None:
+    kc = _kubeconfig(tmp_path / "config", current="c", clusters={"k": "https://a.example:6443"},
+                     contexts={"c": {"cluster": "k", "user": "u"}}, users={"u": {"token": "t1234"}})
+    assert connect(KubeOptions(kubeconfig=str(kc))).compress  # client-go's default: gzip
+    assert not connect(KubeOptions(kubeconfig=str(kc), flags=ConnectionFlags(disable_compression=True))).compress
+    doc = yaml.safe_load(kc.read_text())
+    doc["clusters"][0]["cluster"]["disable-compression"] = True
+    kc.write_text(yaml.safe_dump(doc))
+    assert not connect(KubeOptions(kubeconfig=str(kc))).compress
+    # as client-go merges it, the flag only turns compression off: without it the cluster's setting stays
+    assert not connect(KubeOptions(kubeconfig=str(kc), flags=ConnectionFlags(token="x1234"))).compress
+    doc["clusters"][0]["cluster"]["disable-compression"] = "yes"
+    kc.write_text(yaml.safe_dump(doc))
+    with pytest.raises(UsageError, match=r'^cluster "k": disable-compression must be true or false$'):
+        connect(KubeOptions(kubeconfig=str(kc)))
+
+
+def test_a_read_asks_for_gzip_only_when_compression_is_on(tmp_path: Path) -> None:
+    from kubectl_desched.kube.live import request_raw
+
+    kc = _kubeconfig(tmp_path / "config", current="c", clusters={"k": "https://a.example:6443"},
+                     contexts={"c": {"cluster": "k", "user": "u"}}, users={"u": {"token": "t1234"}})
+    asked: list[str | None] = []
+
+    class Answer:
+        status = 200
+
+        def read(self) -> bytes:
+            return b"{}"
+
+    for disable in (False, True):
+        conn = connect(KubeOptions(kubeconfig=str(kc), flags=ConnectionFlags(disable_compression=disable)))
+
+        def call_api(method: str, url: str, header_params: dict[str, str] | None = None, **kw: object) -> Answer:
+            asked.append((header_params or {}).get("Accept-Encoding"))
+            return Answer()
+
+        conn.api.call_api = call_api  # type: ignore[method-assign]  # no server here: the live test has the real one
+        assert request_raw(conn, "GET", "/api/v1/pods") == b"{}"
+    assert asked == ["gzip", None]
