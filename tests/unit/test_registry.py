@@ -134,6 +134,17 @@ def test_merge() -> None:
         reg.merge(Registry([PluginSpec.of(Balancer)]))
 
 
+def test_every_in_tree_plugin_passes_the_checks_its_registry_skips_at_start() -> None:
+    """in_tree_registry() builds its specs unchecked (start-up time); the checks run here instead, on each plugin,
+    as they run on an out-of-tree one when it loads."""
+    from kubectl_desched.plugins import IN_TREE
+
+    for plugin in IN_TREE:
+        checked = PluginSpec.of(plugin)  # raises TypeError on a broken args type or flag declaration
+        assert checked == PluginSpec.of(plugin, check=False)
+    assert {p.name for p in IN_TREE} == {s.name for s in in_tree_registry()}
+
+
 def test_in_tree_registry() -> None:
     reg = in_tree_registry()
     names = [s.name for s in reg]
