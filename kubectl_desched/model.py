@@ -77,6 +77,7 @@ class ContainerStatus(Struct, frozen=True, gc=False):
 
 
 PodCondition = wire.PodCondition  # type, status, reason, last_transition (lastTransitionTime as written)
+ConditionKind = tuple[str, str, str]  # a condition's type, status and reason
 
 
 class Node(Struct, kw_only=True, gc=False):
@@ -118,7 +119,12 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
     spread_constraints: tuple[Mapping[str, Any], ...]
     images: tuple[str, ...]
     statuses: tuple[ContainerStatus, ...]
-    conditions: tuple[PodCondition, ...]
+    # status.conditions in two halves: their types, statuses and reasons, one pooled tuple shared by every pod with
+    # the same sequence (most pods: five conditions, all True), and this pod's lastTransitionTimes in order, joined
+    # by "|" (no valid time holds one; "" where unset) into one string. Five condition objects a pod were the
+    # model's largest part, and only PodLifeTime's conditions filter reads the times.
+    condition_kinds: tuple[ConditionKind, ...]
+    condition_times: str
     ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
     scheduler_name: str = DEFAULT_SCHEDULER  # Koordinator's ReservationFirst mode only moves its scheduler's pods
 
@@ -136,6 +142,19 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
     @property
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def conditions(self) -> tuple[PodCondition, ...]:
+        """status.conditions, made when asked (PodLifeTime's conditions filter)."""
+        if not self.condition_kinds:
+            return ()
+        return tuple(PodCondition(type=t, status=s, reason=r, last_transition=time)
+                     for (t, s, r), time in zip(self.condition_kinds, self.condition_times.split("|"), strict=True))
+
+    @property
+    def ready(self) -> bool:
+        """Its Ready condition is True (whatever else it is: terminating, finished)."""
+        return any(t == "Ready" and s == "True" for t, s, _ in self.condition_kinds)
 
     def tolerates(self, taint: Taint) -> bool:
         return any(t.tolerates(taint) for t in self.tolerations)
@@ -451,15 +470,16 @@ def _stamps_valid(status: wire.PodStatus) -> bool:
     return joined.count("|") == len(stamps) - 1 and _STAMPS.fullmatch(joined) is not None
 
 
-def _conditions(raw: list[PodCondition], times: dict[str, str]) -> tuple[PodCondition, ...]:
-    """Type, status and reason come from a small set and are kept once; a pod's timestamps are kept once per pod
-    (its conditions often change in the second it was created or started). This halves what conditions take."""
-    out = []
-    for c in raw:
-        t = c.last_transition
-        out.append(PodCondition(type=_intern(c.type), status=_intern(c.status),
-                                reason=_intern(c.reason) if c.reason else "", last_transition=times.setdefault(t, t)))
-    return tuple(out)
+def _condition_kinds(raw: list[PodCondition]) -> tuple[ConditionKind, ...]:
+    """The pooled sequence of (type, status, reason): pods share a handful of them."""
+    kinds = tuple((c.type, c.status, c.reason) for c in raw)
+    found = _pool.find(("conditions", kinds))
+    if found is not None:
+        return found
+    kept = tuple((_intern(t), _intern(s), _intern(r) if r else "") for t, s, r in kinds)
+    return _pool.get(("conditions", kinds), kept)
+
+
 
 
 def _tolerations(raw: tuple[wire.Toleration, ...]) -> tuple[Toleration, ...]:
@@ -530,8 +550,9 @@ def finish_pod(w: wire.Pod) -> Pod:
         node_name = _checked("spec.nodeName", node_name, dns1123_subdomain_problem)
     images = tuple(c.image for c in containers)
     created = meta.creation_timestamp
-    times = {created: created}  # the pod's timestamps, each kept once
-    started = times.setdefault(status.start_time, status.start_time)
+    started = status.start_time
+    if started == created:  # kept once
+        started = created
     return Pod(
         namespace=namespace,
         name=name,
@@ -558,7 +579,8 @@ def finish_pod(w: wire.Pod) -> Pod:
         spread_constraints=spread,
         images=_pool.get(("images", *images), images),
         statuses=tuple(statuses) if statuses else (),
-        conditions=_conditions(status.conditions, times) if status.conditions else (),
+        condition_kinds=_condition_kinds(status.conditions) if status.conditions else (),
+        condition_times="|".join([c.last_transition for c in status.conditions]),  # checked by _stamps_valid
         ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))
         if status.ephemeral_container_statuses else (),
         scheduler_name=_intern(spec.scheduler_name or DEFAULT_SCHEDULER),

@@ -11,7 +11,7 @@ from kubectl_desched.state import ClusterState
 
 
 def is_ready(pod: Pod) -> bool:
-    return not pod.terminating and any(c.type == "Ready" and c.status == "True" for c in pod.conditions)
+    return not pod.terminating and pod.ready
 
 
 def warn_whole_workloads(plan: EvictionPlan, state: ClusterState) -> None:

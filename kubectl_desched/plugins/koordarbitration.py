@@ -69,7 +69,7 @@ def is_available(pod: Pod) -> bool:
     """Active (not finished, not terminating) and Ready."""
     if pod.is_terminal or pod.terminating:
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in pod.conditions)
+    return pod.ready
 
 
 @dataclass(frozen=True)

@@ -146,13 +146,16 @@ def _two_pods_typed() -> list[model.Pod]:
 
 
 def test_values_pods_repeat_are_kept_once() -> None:
-    """Memory at 150,000 pods: the namespace, node name and condition words of every pod are the same objects,
-    and a pod's condition timestamp equal to its start time is that string."""
+    """Memory at 150,000 pods: the namespace, node name and conditions' words of every pod are the same objects (the
+    pods' sequences of condition types, statuses and reasons are one tuple), and a pod's condition times are one
+    string, read back into the conditions when asked."""
     a, c = _two_pods_typed()
     assert a.namespace is c.namespace and a.node_name is c.node_name
-    assert a.conditions[0].type is c.conditions[0].type and a.conditions[1].reason is c.conditions[1].reason
-    assert a.conditions[0].status is a.conditions[1].status
-    assert a.conditions[0].last_transition is a.created and a.conditions[1].last_transition is a.created
+    assert a.condition_kinds is c.condition_kinds
+    assert a.condition_kinds == (("Ready", "True", ""), ("PodScheduled", "True", "Scheduled"))
+    assert a.condition_kinds[0][1] is a.condition_kinds[1][1]
+    assert a.condition_times == "2026-01-01T00:00:00Z|2026-01-01T00:00:00Z"
+    assert a.ready and c.ready
     assert [(x.type, x.status, x.reason, x.last_transition) for x in a.conditions] == [
         ("Ready", "True", "", "2026-01-01T00:00:00Z"), ("PodScheduled", "True", "Scheduled", "2026-01-01T00:00:00Z")]
 
@@ -195,3 +198,22 @@ def test_good_status_times_pass_the_typed_decode() -> None:
     fast = decode.page(_page([pod]), "Pod")
     assert fast is not None
     assert [c.last_transition for c in fast[0][0].conditions] == ["2026-01-01T00:00:00.123+02:00", ""]
+
+
+def test_conditions_without_times_or_none_at_all_read_back_as_given() -> None:
+    p = b.pod("p", "n1")
+    p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"},
+                                 {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                                  "lastTransitionTime": "2026-01-01T00:00:05Z"},
+                                 {"type": "Initialized", "status": "True"}]
+    q = b.pod("q", "n1")
+    q["status"]["conditions"] = []
+    fast = decode.page(_page([p, q]), "Pod")
+    assert fast is not None
+    pod, bare = fast[0]
+    assert [(c.type, c.status, c.reason, c.last_transition) for c in pod.conditions] == [
+        ("PodScheduled", "True", "", ""), ("Ready", "False", "ContainersNotReady", "2026-01-01T00:00:05Z"),
+        ("Initialized", "True", "", "")]
+    assert not pod.ready
+    assert bare.conditions == () and not bare.ready
+    assert [_fields(x) for x in (pod, bare)] == [_fields(model.pod_from_json(x)) for x in (p, q)]  # the slow way too
