@@ -6,7 +6,7 @@ and quoted literals such as `{"\\n"}` (kubectl's subset; functions and filters a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kubectl_desched.errors import UsageError
@@ -152,10 +152,11 @@ def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str
     return tabulate(rows, headers=[h for h, _p in cols] if headers else (), tablefmt="plain")
 
 
-def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False, sort_key: str | None = None) -> str | bytes:
+def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False,
+         sort_key: str | None = None) -> str | Iterator[bytes]:
     """The document in any -o format but the tables; its candidates (or an explanation's pods) are the items of
-    `name` and `custom-columns`, as a List's items are for kubectl. JSON comes as UTF-8 bytes: at 150,000 pods
-    the plan is 40 MB, and each copy as text would be one more."""
+    `name` and `custom-columns`, as a List's items are for kubectl. JSON comes as UTF-8 bytes, piece by piece: at
+    150,000 pods the plan is 40 MB, and a whole copy (compact, then indented) would be 65 MB more at the peak."""
     import yaml
 
     key = "candidates" if "candidates" in doc else "pods" if "pods" in doc else None
@@ -163,7 +164,7 @@ def emit(doc: dict[str, Any], fmt: str, no_headers: bool = False, sort_key: str 
         doc = {**doc, key: sort_by(doc[key], sort_key)}
     items = doc[key] if key else [doc]
     if fmt == "json":
-        return indented_json_bytes(doc, 2)
+        return indented_json_pieces(doc, 2)
     if fmt == "yaml":
         return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).rstrip("\n")
     if fmt == "name":
@@ -181,6 +182,30 @@ def indented_json_bytes(value: Any, indent: int) -> bytes:
     import msgspec
 
     return msgspec.json.format(json.dumps(value).encode(), indent=indent)
+
+
+def indented_json_pieces(value: Any, indent: int, level: int = 0, depth: int = 2) -> Iterator[bytes]:
+    """indented_json_bytes(value, indent) in pieces: the top `depth` levels of dicts and lists are written here,
+    each value below them whole (a plan's candidate, a node). Inside JSON a newline is always escaped, so a piece
+    is moved to its level by indenting after each newline."""
+    if depth == 0 or not value or not isinstance(value, dict | list) or \
+            (isinstance(value, dict) and not all(isinstance(k, str) for k in value)):
+        text = indented_json_bytes(value, indent)
+        yield text.replace(b"\n", b"\n" + b" " * (indent * level)) if level and b"\n" in text else text
+        return
+    inner, outer = b"\n" + b" " * (indent * (level + 1)), b"\n" + b" " * (indent * level)
+    if isinstance(value, dict):
+        yield b"{"
+        for i, (k, v) in enumerate(value.items()):
+            yield (b"," if i else b"") + inner + json.dumps(k).encode() + b": "
+            yield from indented_json_pieces(v, indent, level + 1, depth - 1)
+        yield outer + b"}"
+    else:
+        yield b"["
+        for i, v in enumerate(value):
+            yield (b"," if i else b"") + inner
+            yield from indented_json_pieces(v, indent, level + 1, depth - 1)
+        yield outer + b"]"
 
 
 def indented_json(value: Any, indent: int) -> str:

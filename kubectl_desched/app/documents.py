@@ -39,12 +39,19 @@ def emit(doc: dict[str, Any], output: str, view: OutputOptions | None = None) ->
     # kubectl ends a jsonpath template's output where the template ends (no newline of its own)
     nl = not output.startswith("jsonpath=")
     text = formats.emit(doc, output, view.no_headers, view.sort_by)
-    if isinstance(text, bytes):  # written as it is: no text copy, and no copy with the newline added
-        click.echo(text, nl=False)
-        if nl:
-            click.echo("")
-    else:
+    if isinstance(text, str):
         click.echo(text, nl=nl)
+        return
+    # -o json: bytes as they come (no text copy, no whole copy of the plan), in writes of about 1 MiB
+    batch: list[bytes] = []
+    size = 0
+    for piece in text:
+        batch.append(piece)
+        size += len(piece)
+        if size >= 1 << 20:
+            click.echo(b"".join(batch), nl=False)
+            batch, size = [], 0
+    click.echo(b"".join([*batch, b"\n" if nl else b""]), nl=False)
 
 
 def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, mode: str,

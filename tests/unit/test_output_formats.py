@@ -106,11 +106,18 @@ def test_cli_bad_sort_by_is_one_usage_error() -> None:
 
 
 def test_json_is_json_dumps_indented_byte_for_byte_as_bytes() -> None:
-    """-o json comes as bytes (no text copy of a 40 MB plan), exactly what json.dumps(indent=2) writes."""
+    """-o json comes as bytes in pieces (no text copy of a 40 MB plan, no whole copy of it), together exactly what
+    json.dumps(indent=2) writes."""
     import json
 
-    doc = {"candidates": [{"pod": "shop/wéb-0", "reason": "cpu 93.5% > 80% ≥ target", "n": 1e16, "x": [],
-                           "m": {}, "f": 0.1 + 0.2, "none": None, "t": True}], "nodes": [{"e": [[]], "s": "\u2028"}]}
-    got = output.emit(doc, "json")
-    assert isinstance(got, bytes) and got == json.dumps(doc, indent=2).encode()
+    doc = {"candidates": [{"pod": "shop/wéb-0", "reason": "cpu 93.5% > 80% ≥ target\nsecond line", "n": 1e16,
+                           "x": [], "m": {}, "f": 0.1 + 0.2, "none": None, "t": True, "deep": {"a": [1, {"b": 2}]}},
+                          {}, [], "text", 3],
+           "nodes": [{"e": [[]], "s": "\u2028"}], "empty": [], "none": {}, "n": 1, "s": "x",
+           "numbered": {1: "a key json.dumps writes as a string"}}
+    pieces = list(output.emit(doc, "json"))
+    assert all(isinstance(p, bytes) for p in pieces) and len(pieces) > 10  # written in pieces, not whole
+    assert b"".join(pieces) == json.dumps(doc, indent=2).encode()
     assert output.indented_json(doc, 4) == json.dumps(doc, indent=4)
+    for value in ({}, [], 1, "x", None, [{}], {"a": []}):
+        assert b"".join(output.indented_json_pieces(value, 2)) == json.dumps(value, indent=2).encode()
