@@ -13,6 +13,7 @@ from tabulate import tabulate
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
+from kubectl_desched.output import LazyItems
 from kubectl_desched.output import sort_key as output_order
 from kubectl_desched.placement import Placement
 from kubectl_desched.quantity import fmt_pct, format_resource
@@ -199,9 +200,13 @@ def result_doc(r: EvictionResult) -> dict[str, Any]:
 
 
 def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
-             results: list[EvictionResult] | None = None, placement: Placement | None = None) -> dict[str, Any]:
+             results: list[EvictionResult] | None = None, placement: Placement | None = None, *,
+             lazy: bool = False) -> dict[str, Any]:
+    """The plan as -o json/yaml write it. `lazy`: the candidates are made as they are written (output.LazyItems),
+    for -o json; the document is then only for output.emit."""
     doc: dict[str, Any] = dict(meta)
-    doc["candidates"] = [candidate_doc(c, placement) for c in plan.candidates]
+    doc["candidates"] = LazyItems(plan.candidates, lambda c: candidate_doc(c, placement)) if lazy else \
+        [candidate_doc(c, placement) for c in plan.candidates]
     doc["nodes"] = node_rows(plan, nodes, placement)
     doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
     doc["errors"] = list(plan.errors)

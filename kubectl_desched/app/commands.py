@@ -144,7 +144,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
-        doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement)
+        doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement, lazy=opts.output == "json")
         if runner is not None and results is not None:
             doc.update(runner.evictor.document_sections(results))
         emit(doc, opts.output, opts.view)

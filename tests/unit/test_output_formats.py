@@ -121,3 +121,37 @@ def test_json_is_json_dumps_indented_byte_for_byte_as_bytes() -> None:
     assert output.indented_json(doc, 4) == json.dumps(doc, indent=4)
     for value in ({}, [], 1, "x", None, [{}], {"a": []}):
         assert b"".join(output.indented_json_pieces(value, 2)) == json.dumps(value, indent=2).encode()
+
+
+def test_lazy_candidates_are_made_as_they_are_written_and_write_what_a_list_writes() -> None:
+    """-o json writes a plan's candidates one at a time (output.LazyItems): the same bytes as the list, with no
+    candidate made before its turn; every other format, and --sort-by, sees the whole list."""
+    import json
+
+    source = [{"pod": f"p{i}", "n": i, "labels": {"app": "web"}} for i in range(5)]
+    made: list[int] = []
+
+    def make(c: dict) -> dict:
+        made.append(c["n"])
+        return dict(c)
+
+    def doc(lazy: bool) -> dict:
+        items = output.LazyItems(source, make) if lazy else [dict(c) for c in source]
+        return {"kind": "Plan", "candidates": items, "nodes": [{"name": "n1"}]}
+
+    pieces = output.emit(doc(True), "json")
+    assert not isinstance(pieces, str)
+    written: list[bytes] = []
+    for piece in pieces:
+        written.append(piece)
+        done = b"".join(written).count(b'"pod": ')
+        assert len(made) <= done + 1  # at most the one being written is made ahead of the text
+    assert made == [0, 1, 2, 3, 4]
+    assert b"".join(written) == json.dumps(doc(False), indent=2).encode()
+    for fmt in ("yaml", "name", "custom-columns=POD:.pod", "jsonpath={.candidates[*].pod}"):
+        assert output.emit(doc(True), fmt) == output.emit(doc(False), fmt), fmt
+    got = output.emit(doc(True), "json", sort_key=output.check_sort_by("{.n}"))
+    assert not isinstance(got, str)
+    assert b"".join(got) == b"".join(output.emit(doc(False), "json", sort_key=output.check_sort_by("{.n}")))
+    empty = {"candidates": output.LazyItems([], make)}
+    assert b"".join(output.emit(empty, "json")) == json.dumps({"candidates": []}, indent=2).encode()
