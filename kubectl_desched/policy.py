@@ -17,6 +17,7 @@ from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.policy import PluginUse, Policy, Profile
 from kubectl_desched.framework.registry import Registry
+from kubectl_desched.sanitize import short
 from kubectl_desched.selectors import Matcher, label_selector, parse_selector
 from kubectl_desched.shapes import shown, yaml_hint
 
@@ -96,8 +97,8 @@ def _patch_error(e: Exception) -> str:
     if isinstance(e, RecursionError):
         return f"the patched policy would nest more than {safeload.MAX_DEPTH} levels deep"
     if isinstance(e, _TooMuch | jsonpatch.JsonPatchException | jsonpatch.JsonPointerException):
-        return safeload.short(str(e), 200)
-    return f"invalid operation: {safeload.short(str(e) or type(e).__name__, 200)}"
+        return short(str(e), 200)
+    return f"invalid operation: {short(str(e) or type(e).__name__, 200)}"
 
 
 def _limit(raw: Mapping[str, Any], key: str, source: str) -> int | None:

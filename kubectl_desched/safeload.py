@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubectl_desched.errors import UsageError
-from kubectl_desched.sanitize import short as short  # used here too; the readers of input files call it from here
+from kubectl_desched.sanitize import short
 
 MAX_DEPTH = 100  # lists and objects inside each other; a Kubernetes object rarely goes past 20
 MAX_CONFIG_CHARS = 16 << 20  # a policy, a patch, plugin args, one kubeconfig file

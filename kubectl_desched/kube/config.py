@@ -22,6 +22,7 @@ from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.kube import httplog, overrides
+from kubectl_desched.sanitize import short
 from kubectl_desched.shapes import printable
 
 if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
@@ -154,7 +155,7 @@ def scrub(message: str, secrets: set[str]) -> str:
     """The message without any credential of the kubeconfig, on one line."""
     for secret in sorted(secrets, key=len, reverse=True):
         message = message.replace(secret, _REDACTED)
-    return safeload.short(message, 300)
+    return short(message, 300)
 
 
 def _secrets(doc: dict) -> set[str]:

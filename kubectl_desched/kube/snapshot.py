@@ -35,6 +35,7 @@ from kubectl_desched.model import (
     pdb_from_json,
     pod_from_json,
 )
+from kubectl_desched.sanitize import short
 from kubectl_desched.state import ClusterState
 
 
@@ -162,7 +163,7 @@ class _Collector:
             except ParseError as e:
                 raise UsageError(f"{name}: {e}") from None
             except (AttributeError, TypeError, ValueError) as e:  # the model's checks should have said why
-                raise UsageError(f"{name}: malformed {kind}: {safeload.short(str(e))}") from None
+                raise UsageError(f"{name}: malformed {kind}: {short(str(e))}") from None
 
     def merge(self, other: _Collector | decode.Objects) -> None:
         self.nodes += other.nodes
