@@ -480,8 +480,6 @@ def _condition_kinds(raw: list[PodCondition]) -> tuple[ConditionKind, ...]:
     return _pool.get(("conditions", kinds), kept)
 
 
-
-
 def _tolerations(raw: tuple[wire.Toleration, ...]) -> tuple[Toleration, ...]:
     return tuple(Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in raw)
 

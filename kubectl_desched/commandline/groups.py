@@ -214,6 +214,7 @@ acting = OptionGroup("acting", [
     option(ACTING, "--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
 ], _acting)
 
+
 def _output(v: dict[str, Any]) -> OutputOptions:
     from kubectl_desched.options import OutputOptions
 

@@ -47,7 +47,6 @@ def registry(ctx: click.Context) -> Registry:
     if found is None:
         from kubectl_desched.plugins import full_registry
 
-
         found = ctx.meta["kubectl_desched.registry"] = full_registry()
         for line in found.broken:
             click.echo(f"warning: {one_line(line, LINE_LIMIT)}", err=True)
