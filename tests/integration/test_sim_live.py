@@ -62,6 +62,13 @@ def budget_watch(sim: SimCluster, ns: str, floors: Mapping[str, int]) -> Iterato
         thread.join(timeout=10)
 
 
+def _cordon(sim: SimCluster, names: list[str], on: bool) -> None:
+    for name in names:
+        node = sim._must("GET", f"/api/v1/nodes/{name}")
+        node["spec"]["unschedulable"] = on
+        sim._must("PUT", f"/api/v1/nodes/{name}", node)
+
+
 def _results(doc: dict[str, Any]) -> dict[str, str]:
     return {e["pod"]: e["result"] for e in doc.get("evictions", [])}
 
@@ -80,10 +87,16 @@ def test_evicted_pod_is_replaced_rescheduled_and_the_budget_kept_by_the_controll
     assert len(before) == 3 and set(before.values()) <= set(nodes)
 
     first, second = sorted(before)[:2]
+    # Cordoned, the nodes keep the replacement Pending, so the controller cannot hand the budget back before the
+    # second eviction is tried: kwok readies a replacement in well under a second, which made this a race.
+    _cordon(sim, nodes, True)
     assert sim.evict(ns, first).status == 201
     refused = sim.evict(ns, second)  # the apiserver counted the first disruption: the budget is spent
     assert refused.status == 429, refused.body
-    wait_until(lambda: first not in sim.placements(ns) and len(sim.placements(ns)) == 3, 60, "replacement created")
+    wait_until(lambda: first not in sim.placements(ns), 60, "evicted pod gone")
+    assert sim.pdb(ns, "web")["status"]["disruptionsAllowed"] == 0  # two Ready of three while it is Pending
+    _cordon(sim, nodes, False)
+    wait_until(lambda: len(sim.placements(ns)) == 3, 60, "replacement created")
     sim.wait_workloads_ready(ns)
     after = sim.placements(ns)
     (replacement,) = set(after) - set(before)
