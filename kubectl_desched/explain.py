@@ -115,7 +115,7 @@ def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> di
         for f in ev.pre_filters:
             checks.append({"profile": ev.profile, "check": f"{f.name} preEvictionFilter",
                            "result": f.pre_eviction_filter(pod) or "passes"})
-    notes = plan.notes.get(id(pod), [])
+    notes = plan.notes.get(id(pod), ())
     reports = plan.node_reports.get(pod.node_name, [])
     plugins = []
     for name in plugin_names:

@@ -40,7 +40,7 @@ SCORED = ("cpu", "memory")
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what NodeUnschedulable checks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Destination:
     """A replacement's estimated node; node None with `why` when none (not recreated, or no node fits)."""
 
@@ -100,19 +100,25 @@ class _Cluster:
     def __init__(self, state: ClusterState, evicted: Iterable[Pod]) -> None:
         self.nodes = [n for n in sorted(state.nodes.values(), key=lambda n: n.name)]
         self.nodes_by_name = {n.name: n for n in self.nodes}
+        evicted = list(evicted)
         gone = {id(p) for p in evicted}
         self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
         self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
-        self.by_ns: dict[str, list[_Resident]] = defaultdict(list)
+        # Every pod per namespace, for inter-pod affinity terms: built on first use (by_ns), as most plans have
+        # none to check and it is one object per pod in the cluster. Until then, landings are kept to add to it.
+        self._by_ns: dict[str, list[_Resident]] | None = None
+        self._landed: list[tuple[Pod, str]] = []
         self.with_anti: list[_Resident] = []
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
-        # Running pods per controller per node: what the default topology spread scoring counts.
+        # Running pods per controller per node, for the controllers of the evicted pods only (their replacements
+        # are the only pods scored): what the default topology spread scoring counts.
+        self._spread = {w for w in map(workload_of, evicted) if w is not None}
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         # The same per topology domain, for the default spreading's keys: built on first use, then kept current.
         self._owned_in: dict[tuple[tuple[str, str, str], str], Counter[str]] = {}
-        for p in state.pods:
-            if id(p) in gone or p.is_terminal or not p.node_name or p.node_name not in self.used:
-                continue
+        self._residents = [p for p in state.pods if id(p) not in gone and not p.is_terminal and p.node_name
+                           and p.node_name in self.used]
+        for p in self._residents:
             self._add(p, p.node_name)
         self._static: dict[str, tuple[list[Node], Counter[str], set[str]]] = {}
         self._domains: dict[tuple[Any, ...], tuple[Matcher | None, Counter[str]]] = {}
@@ -144,6 +150,8 @@ class _Cluster:
 
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
+        if self._by_ns is None:
+            self._landed.append((pod, node))
         self._add(pod, node)
         labels = self.nodes_by_name[node].labels
         for key, m, counts in self._domains_in.get(pod.namespace, ()):
@@ -167,19 +175,31 @@ class _Cluster:
         nonzero["memory"] += requests.get("memory") or NONZERO_MEMORY
         anti = _own_anti(pod) if pod.affinity is not None else ()  # run once per resident: most pods have none
         w = workload_of(pod)
-        if w is not None and not pod.terminating:
+        if w is not None and not pod.terminating and w in self._spread:
             self.owned[w][node] += 1
             for key, _skew in DEFAULT_SPREAD:
                 counts = self._owned_in.get((w, key))
                 domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
                 if counts is not None and domain is not None:
                     counts[domain] += 1
-        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
-        self.by_ns[pod.namespace].append(r)
+        if self._by_ns is not None:
+            self._by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, pod.terminating, anti))
         if anti:
+            r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
             self.with_anti.append(r)
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
                 self.anti_in[ns].append(r)
+
+    @property
+    def by_ns(self) -> dict[str, list[_Resident]]:
+        """Every pod (residents, then replacements as they landed) per namespace, as the estimate sees it."""
+        if self._by_ns is None:
+            by_ns: dict[str, list[_Resident]] = defaultdict(list)
+            for pod, node in [*((p, p.node_name) for p in self._residents), *self._landed]:
+                anti = _own_anti(pod) if pod.affinity is not None else ()
+                by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, pod.terminating, anti))
+            self._by_ns = by_ns
+        return self._by_ns
 
     def owned_in(self, w: tuple[str, str, str], key: str) -> Counter[str]:
         """The workload's running pods per value of the node label `key`."""
@@ -446,6 +466,7 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
     limit = SCORE_LIMIT if len(candidates) <= LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
     by_name = cl.nodes_by_name
     out = Placement()
+    shared: dict[Any, Any] = {}
     for c in candidates:
         pod = c.pod
         owner = pod.controller
@@ -476,7 +497,10 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
             out.destinations[id(c)] = Destination(None, f"no node fits ({detail or 'no nodes'})")
             continue
         node = best[0]  # kube-scheduler picks among the best at random; the first by name here
-        out.destinations[id(c)] = Destination(node, f"score {top}", tuple(best))
+        tied = tuple(best)
+        # Equal texts and ties are shared: a plan of 30,000 moves repeats a few hundred scores and nodes.
+        why = shared.setdefault(top, f"score {top}")
+        out.destinations[id(c)] = Destination(node, why, shared.setdefault(tied, tied))
         cl.land(pod, node)
     out.used = cl.used
     return out

@@ -36,7 +36,7 @@ def workload_of(pod: Pod) -> tuple[str, str, str] | None:
     return (pod.namespace, ref.kind, ref.name) if ref is not None else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     pod: Pod
     plugin: str
@@ -73,7 +73,8 @@ class EvictionPlan:
         self.state = PlannedState(state)  # as this plan leaves it: what plugins and the readers after them see
         self.limits = limits
         self.candidates: list[Candidate] = []
-        self.notes: dict[int, list[tuple[str, str]]] = defaultdict(list)  # id(pod) -> (plugin, text)
+        self.notes: dict[int, tuple[tuple[str, str], ...]] = defaultdict(tuple)  # id(pod) -> (plugin, text)s
+        self._last_note = ("", "")
         self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
         self.usage_reports: dict[str, UsageReport] = {}  # the first plugin to measure a node wins
         # Percent-of-allocatable request limits a Balance plugin moves pods under (LowNodeUtilization's target
@@ -93,6 +94,14 @@ class EvictionPlan:
         self._pdb_used: Counter[tuple[str, str]] = Counter()
         self._per_workload: Counter[tuple[str, str, str]] = Counter()
         self.kept_by_pdb: dict[int, str] = {}  # id(pod) -> why: selected, but its PDB would refuse it
+
+    def note(self, pod: Pod, plugin: str, text: str) -> None:
+        """Why a pod looked at is kept. A plugin stopping on a node gives its remaining pods one text: they share
+        one entry, which at 150,000 pods is megabytes (tuples, not lists, for the same reason)."""
+        last = self._last_note
+        entry = last if last[1] is text and last[0] == plugin else (plugin, text)
+        self._last_note = entry
+        self.notes[id(pod)] += (entry,)
 
     def limit_hit(self, pod: Pod) -> str | None:
         """Which global limit stops one more eviction of this pod; checked total, node, namespace."""
@@ -191,7 +200,7 @@ class ProfileEvictor:
     def pre_eviction_filter(self, pod: Pod) -> bool:
         reason = self.why_not_now(pod)
         if reason:
-            self.plan.notes[id(pod)].append(("preEvictionFilter", reason))
+            self.plan.note(pod, "preEvictionFilter", reason)
         return reason is None
 
     def evict(self, pod: Pod, options: EvictOptions) -> EvictOutcome:
@@ -199,13 +208,13 @@ class ProfileEvictor:
             return self._outcome(pod, EvictStatus.FILTERED)
         hit = self.plan.limit_status(pod)
         if hit:
-            self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but {hit[1]}"))
+            self.plan.note(pod, options.plugin, f"selected ({options.reason}) but {hit[1]}")
             return self._outcome(pod, hit[0])
         if self.plan.limits.respect_pdbs:
             refused = self.plan.pdb_refusal(pod)
             if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
                 self.plan.kept_by_pdb[id(pod)] = refused
-                self.plan.notes[id(pod)].append((options.plugin, f"selected ({options.reason}) but kept: {refused}"))
+                self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: {refused}")
                 return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
         self.plan.add(pod, options, self.profile)
         return self._outcome(pod, EvictStatus.EVICTED)
@@ -233,7 +242,7 @@ class PluginHandle:
         return self._evictor
 
     def note(self, pod: Pod, text: str) -> None:
-        self._plan.notes[id(pod)].append((self._plugin, text))
+        self._plan.note(pod, self._plugin, text)
 
     def report_node(self, node: str, klass: str, detail: str) -> None:
         self._plan.node_reports[node].append(NodeReport(self._plugin, klass, detail))

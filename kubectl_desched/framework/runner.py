@@ -69,7 +69,7 @@ def _too_few_nodes(state: ClusterState, policy: Policy, plan: EvictionPlan) -> b
     plan.messages.append(("descheduler", FEW_NODES))
     for node in eligible:
         for pod in state.pods_on_node(node.name):
-            plan.notes[id(pod)].append(("descheduler", FEW_NODES))
+            plan.note(pod, "descheduler", FEW_NODES)
     return True
 
 

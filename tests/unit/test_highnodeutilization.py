@@ -46,7 +46,7 @@ def test_stops_when_the_destinations_are_full() -> None:
     plan = plan_for(objs)
     assert evicted(plan) == ["p1"]  # n2 has 400m left: one pod fits, then cpu runs out
     note = plan.notes[id(next(p for p in plan.state.pods if p.name == "p6"))]
-    assert note == [("HighNodeUtilization", "not moved: the other schedulable nodes have no cpu left")]
+    assert note == (("HighNodeUtilization", "not moved: the other schedulable nodes have no cpu left"),)
 
 
 def test_on_a_node_the_lowest_priority_goes_first() -> None:
@@ -86,7 +86,7 @@ def test_pods_move_only_if_some_destination_tolerates_them() -> None:
     plan = plan_for(objs)
     assert evicted(plan) == ["tolerant"]
     note = plan.notes[id(next(p for p in plan.state.pods if p.name == "plain"))]
-    assert note == [("HighNodeUtilization", "not moved: no schedulable node tolerates its taints")]
+    assert note == (("HighNodeUtilization", "not moved: no schedulable node tolerates its taints"),)
 
 
 @pytest.mark.parametrize(("args", "path", "message"), [

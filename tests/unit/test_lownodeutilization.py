@@ -80,6 +80,16 @@ def _worked_example() -> list[dict[str, Any]]:
 WORKED_ARGS = {"thresholds": {"cpu": 30, "pods": 30}, "targetThresholds": {"cpu": 50, "pods": 50}}
 
 
+def test_the_pods_a_node_keeps_once_back_under_share_one_note() -> None:
+    """At 150,000 pods the kept pods' notes are tens of thousands: one text for all that a node keeps, one entry."""
+    objs = [b.node("n1", cpu="4"), b.node("n2", cpu="4"), *(b.pod(f"p{i}", "n1", cpu="400m") for i in range(8))]
+    plan = plan_for(objs, WORKED_ARGS)
+    kept = [pod(plan, f"p{i}") for i in range(8) if f"p{i}" not in evicted(plan)]
+    assert len(kept) == 5
+    assert {id(plan.notes[id(p)][0]) for p in kept} == {id(plan.notes[id(kept[0])][0])}
+    assert plan.notes[id(kept[0])] == ((LNU, "not moved: node is back under the target thresholds"),)
+
+
 def test_worked_example_evicts_four() -> None:
     plan = plan_for(_worked_example(), WORKED_ARGS)
     assert evicted(plan) == ["p1", "p2", "p3", "p4"]

@@ -110,6 +110,20 @@ def test_required_anti_affinity_both_ways_and_affinity() -> None:
     assert where(objs, ["mover"])[0][0] == "b"
 
 
+def test_affinity_terms_first_read_after_landings_see_them() -> None:
+    """The pods per namespace are gathered only when a term first needs them: a replacement landed before that
+    (the first mover has no terms) must be counted as much as the pods that were there."""
+    with_web = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    objs = [b.node("a"), b.node("b"), b.node("z-src", cpu="2"),
+            pod("first", "z-src", labels={"app": "web"}, owner_name="web"),
+            pod("second", "z-src", labels={"app": "api"}, affinity=with_web, owner_name="api")]
+    assert where(objs, ["first", "second"]) == [("a", ("a", "b")), ("a", ("a",))]  # the only web pod is on a
+    # the control: without the term, the emptier b takes it
+    objs[-1] = pod("second", "z-src", labels={"app": "api"}, owner_name="api")
+    assert where(objs, ["first", "second"])[1][0] == "b"
+
+
 def test_topology_spread_do_not_schedule() -> None:
     zone = "topology.kubernetes.io/zone"
     objs = [b.node("a1", cpu="16", labels={zone: "a"}), b.node("b1", labels={zone: "b"}),
