@@ -18,6 +18,7 @@ import gc
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -326,7 +327,7 @@ def _resources(raw: Mapping[str, Any] | None) -> dict[str, float]:
     Parsed once per distinct list (containers repeat theirs); the result is pooled, so it is never changed."""
     if not raw:
         return {}
-    key = ("resources", *raw.items())
+    key = _flat("resources", raw)
     out = _pool.find(key)
     if out is not None:
         return out
@@ -343,7 +344,13 @@ def _strings(raw: Mapping[str, str] | None) -> Mapping[str, str]:
     """A map of strings (labels, annotations, nodeSelector), pooled by its items."""
     if not raw:
         return _EMPTY
-    return _pool.get(("strings", *raw.items()), raw)
+    return _pool.get(_flat("strings", raw), raw)
+
+
+def _flat(tag: str, raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A pool key for a map: its keys and values in one flat tuple. The pool keeps one key per distinct map (most
+    pods' labels are distinct at 150,000 pods): a tuple per item cost 15 MiB more there."""
+    return (tag, *chain.from_iterable(raw.items()))
 
 
 # --- Node --------------------------------------------------------------------------------------------------------
@@ -562,7 +569,7 @@ def finish_pod(w: wire.Pod) -> Pod:
         priority=spec.priority,
         priority_class=_intern(spec.priority_class_name),
         qos=_intern(qos),
-        requests=_pool.get(("requests", *requests.items()), requests) if requests else _EMPTY,
+        requests=_pool.get(_flat("requests", requests), requests) if requests else _EMPTY,
         phase=_intern(status.phase or "Pending"),
         reason=status.reason,
         terminating=bool(meta.deletion_timestamp),

@@ -24,6 +24,9 @@ class PlannedState(ClusterState):
     def owner_pods(self, pod: Pod) -> list[Pod]:
         return [p for p in self.base.owner_pods(pod) if id(p) not in self._planned]
 
+    def find_pod(self, namespace: str, name: str) -> Pod | None:
+        return self.base.find_pod(namespace, name)  # planned pods too; the index, made once, is the base's
+
     def is_planned(self, pod: Pod) -> bool:
         return id(pod) in self._planned
 

@@ -480,3 +480,16 @@ def test_names_the_api_server_would_refuse_are_refused_before_anything_prints_th
     with pytest.raises(ParseError, match=rf": {path}: ") as info:
         pod_from_json(raw)
     assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_find_pod_by_namespace_and_name_also_through_a_plan() -> None:
+    """The name index is made on the first lookup; a plan's overlay finds its planned pods too (explain pod
+    explains the candidates), from the index of the state under it."""
+    first, again = pod_from_json(b.pod("web", "n1")), pod_from_json(b.pod("web", "n2"))
+    other = pod_from_json(b.pod("web", "n1", namespace="shop"))
+    state = ClusterState([node_from_json(b.node("n1")), node_from_json(b.node("n2"))], [first, other, again])
+    planned = PlannedState(state)
+    planned.plan(again)
+    assert planned.find_pod("default", "web") is again  # the last of a repeated name, as read in order
+    assert state.find_pod("shop", "web") is other
+    assert state.find_pod("shop", "api") is None and state.find_pod("nowhere", "web") is None
