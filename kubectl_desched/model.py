@@ -583,7 +583,7 @@ def finish_pod(w: wire.Pod) -> Pod:
         affinity=affinity,
         spread_constraints=spread,
         images=_pool.get(("images", *images), images),
-        statuses=tuple(statuses) if statuses else (),
+        statuses=_pool.get(kept, kept) if (kept := tuple(statuses)) else (),  # replicas share theirs
         condition_kinds=_condition_kinds(status.conditions) if status.conditions else (),
         condition_times="|".join([c.last_transition for c in status.conditions]),  # checked by _stamps_valid
         ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))

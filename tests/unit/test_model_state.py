@@ -429,6 +429,10 @@ def test_replicas_share_equal_values_and_pdbs_still_match_per_namespace() -> Non
             for i, ns in enumerate(["shop", "shop", "staging"])]
     assert pods[0].labels is pods[1].labels is pods[2].labels  # one labels map for equal labels
     assert pods[0].tolerations is pods[1].tolerations and pods[0].requests is pods[1].requests
+    running = [pod_from_json(b.with_status(b.pod(f"api-{i}", "n1"), containers=[b.container_status(restarts=r)]))
+               for i, r in enumerate((0, 0, 2))]
+    assert running[0].statuses is running[1].statuses  # equal statuses: one tuple
+    assert running[2].statuses[0].restarts == 2 and running[0].statuses[0].restarts == 0
     other = pod_from_json(b.pod("db-0", "n1", labels={"app": "db"}, namespace="shop"))
     assert other.labels == {"app": "db"}
     state = ClusterState([node_from_json(b.node("n1"))], [*pods, other],
