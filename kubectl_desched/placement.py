@@ -14,6 +14,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, workload_of
@@ -182,10 +183,12 @@ class _Cluster:
                 domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
                 if counts is not None and domain is not None:
                     counts[domain] += 1
+        if self._by_ns is None and not anti:
+            return
+        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
         if self._by_ns is not None:
-            self._by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, pod.terminating, anti))
+            self._by_ns[pod.namespace].append(r)
         if anti:
-            r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
             self.with_anti.append(r)
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
                 self.anti_in[ns].append(r)
@@ -195,7 +198,7 @@ class _Cluster:
         """Every pod (residents, then replacements as they landed) per namespace, as the estimate sees it."""
         if self._by_ns is None:
             by_ns: dict[str, list[_Resident]] = defaultdict(list)
-            for pod, node in [*((p, p.node_name) for p in self._residents), *self._landed]:
+            for pod, node in chain(((p, p.node_name) for p in self._residents), self._landed):
                 anti = _own_anti(pod) if pod.affinity is not None else ()
                 by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, pod.terminating, anti))
             self._by_ns = by_ns
