@@ -96,10 +96,11 @@ class EvictionPlan:
         self.kept_by_pdb: dict[int, str] = {}  # id(pod) -> why: selected, but its PDB would refuse it
 
     def note(self, pod: Pod, plugin: str, text: str) -> None:
-        """Why a pod looked at is kept. A plugin stopping on a node gives its remaining pods one text: they share
-        one entry, which at 150,000 pods is megabytes (tuples, not lists, for the same reason)."""
+        """Why a pod looked at is kept. A plugin stopping on a node notes its remaining pods with equal texts, in a
+        row: they share the first one's entry (the new text is dropped), which at 150,000 pods is megabytes
+        (tuples, not lists, for the same reason)."""
         last = self._last_note
-        entry = last if last[1] is text and last[0] == plugin else (plugin, text)
+        entry = last if last[1] == text and last[0] == plugin else (plugin, text)
         self._last_note = entry
         self.notes[id(pod)] += (entry,)
 

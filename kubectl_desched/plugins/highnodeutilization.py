@@ -69,10 +69,9 @@ class HighNodeUtilization(BalancePlugin):
         why_not = self._nothing_to_do(under, targets, nodes)
         if why_not:
             handle.info(why_not)
-            text = f"not moved: {why_not}"
             for n in under:
                 for pod in state.pods_on_node(n.name):
-                    handle.note(pod, text)
+                    handle.note(pod, f"not moved: {why_not}")
             return
         full = {r: 100.0 for r in self.named}
         pool = {r: sum(nu.capped_capacity(n, full, self.tracked)[r] - used[n.name][r] for n in targets)

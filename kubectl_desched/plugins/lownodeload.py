@@ -383,10 +383,9 @@ class LowNodeLoad(BalancePlugin):
             why = "all nodes are under the low thresholds"
         if why:
             handle.info(label + why)
-            text = f"not moved: {why}"
             for load in high + prod_high:
                 for pod in load.pods:
-                    handle.note(pod, text)
+                    handle.note(pod, f"not moved: {why}")
             return
 
         weights = pool.resource_weights or {}
@@ -563,9 +562,8 @@ class LowNodeLoad(BalancePlugin):
         for i, pod in enumerate(pods):
             why_stop = self._stop(src, room, prod)
             if why_stop:
-                text = f"not moved: {why_stop}"
                 for rest in pods[i:]:
-                    handle.note(rest, text)
+                    handle.note(rest, f"not moved: {why_stop}")
                 return
             if not evictor.pre_eviction_filter(pod):
                 continue

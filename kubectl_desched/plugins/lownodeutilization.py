@@ -180,10 +180,9 @@ class LowNodeUtilization(BalancePlugin):
         why_not = self._nothing_to_do(under, over, nodes)
         if why_not:
             handle.info(why_not)
-            text = f"not moved: {why_not}"
             for n in over:
                 for pod in state.pods_on_node(n.name):
-                    handle.note(pod, text)
+                    handle.note(pod, f"not moved: {why_not}")
             return
 
         capped = {n.name: nu.capped_capacity(n, high, self.tracked) for n in under + over}

@@ -169,9 +169,8 @@ class SourceEviction:
             if not why_stop and node_limit is not None and evicted >= node_limit:
                 why_stop = f"evictionLimits.node ({node_limit}) reached"
             if why_stop:
-                text = f"not moved: {why_stop}"  # one string for all: at scale, tens of thousands of pods
                 for rest in removable[i:]:
-                    handle.note(rest, text)
+                    handle.note(rest, f"not moved: {why_stop}")
                 return True
             if not any(tolerates_every_taint(pod, d) for d in self.destinations):
                 handle.note(pod, f"not moved: no {self.dest_label} node tolerates its taints")
