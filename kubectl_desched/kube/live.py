@@ -16,7 +16,7 @@ import urllib3
 
 from kubectl_desched import wire
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube import decode, httplog
+from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import ParseError, cycle_collector_paused, from_json, node_from_json
 from kubectl_desched.sanitize import one_line, shown
@@ -173,7 +173,10 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                body: Any = None, timeout: Timeout = None, accept: str = "application/json") -> bytes:
+                body: Any = None, timeout: Timeout = None, accept: str = "application/json",
+                head: Callable[[bytes], None] | None = None) -> bytes:
+    """The answer's body; `head`, if given, is called with the first PEEK bytes of a 2xx body as soon as they
+    arrive, before the rest is read."""
     api = conn.api
     # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~9x smaller),
     # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
@@ -186,7 +189,12 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
     )
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                         _request_timeout=timeout or conn.timeout)
-    data = resp.read()
+    if head is not None and 200 <= resp.status <= 299 and resp.data is None:
+        first = resp.response.read(PEEK)  # urllib3's, unread (the client asks it not to preload)
+        head(first)
+        data = first + resp.response.read()
+    else:
+        data = resp.read()
     if httplog.enabled(8):
         httplog.body(data)
     if not 200 <= resp.status <= 299:
@@ -208,53 +216,66 @@ class ListExpired(Exception):
 # The apiserver writes a list's metadata before its items, so the next page's token is in the first bytes.
 PEEK = 4096
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
+AHEAD = 2  # pages being fetched or held beyond the one being parsed: 2 x 3.6 MB at 500 pods a page
+
+
+def next_token(head: bytes) -> str | None:
+    """The continue token a list's first bytes name: "" when its metadata, before the items, has none (the last
+    page), None when they do not say (no metadata before the items within them). Only the metadata is searched:
+    no user's string comes before the items."""
+    items = head.find(b'"items"')
+    if items < 0 or head.find(b'"metadata"', 0, items) < 0:
+        return None
+    found = _CONTINUE.search(head, 0, items)
+    return found.group(1).decode() if found else ""
 
 
 def list_pages(conn: Connection, path: str, *, field_selector: str | None = None,
                progress: Progress | None = None, label: str = "", parse: PageParser = list_page,
                accept: str = "application/json") -> Iterator[list[Any]]:
     """Yield the items of a LIST page by page, as `parse` makes them of the page's bytes (parsed JSON by
-    default); raises ListExpired on 410 Gone mid-list. The next page is requested while this one is parsed (the
-    server works while we do), on one helper thread."""
+    default); raises ListExpired on 410 Gone mid-list. Each page is asked for as soon as the first bytes of the
+    one before name it, on helper threads (readahead.py): the server builds it while we receive and parse."""
 
-    def fetch(cont: str) -> bytes:
+    def fetch(cont: str, headed: Callable[[str | None], None]) -> bytes:
         query: list[tuple[str, Any]] = [("limit", conn.chunk_size)] if conn.chunk_size > 0 else []
         if cont:
             query.append(("continue", cont))
         if field_selector:
             query.append(("fieldSelector", field_selector))
+        told = False
+
+        def head(first: bytes) -> None:
+            nonlocal told
+            told = True
+            headed(next_token(first))
+
         try:
-            return request_raw(conn, "GET", path, query=query, accept=accept)
+            raw = request_raw(conn, "GET", path, query=query, accept=accept, head=head)
         except api_exception() as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
             raise
+        if not told:  # a transport that reads the answer whole
+            headed(next_token(raw[:PEEK]))
+        return raw
 
     seen = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list") as pool:
-        raw = pool.submit(fetch, "").result()
-        while True:
-            peek = _CONTINUE.search(raw, 0, PEEK)
-            ahead = peek.group(1).decode() if peek else ""
-            following = pool.submit(fetch, ahead) if ahead else None
-            try:
+    with ThreadPoolExecutor(max_workers=AHEAD + 2, thread_name_prefix="list") as pool:
+        pages = readahead.ReadAhead(pool, fetch, AHEAD)
+        try:
+            page: readahead.Page | None = pages.first()
+            while page is not None:
+                raw = pages.take(page)
                 items, cont = parse(raw, path) if raw else ([], "")
-            except NotJSON:
-                if following is not None:
-                    following.cancel()
-                raise
-            del raw
-            if cont != ahead:  # the peek missed: ask for the right page
-                if following is not None:
-                    following.cancel()
-                following = pool.submit(fetch, cont) if cont else None
-            seen += len(items)
-            if progress:
-                progress(label, seen)
-            yield items
-            if following is None:
-                return
-            raw = following.result()
+                del raw
+                page = pages.follow(page, cont)
+                seen += len(items)
+                if progress:
+                    progress(label, seen)
+                yield items
+        finally:  # stopped, failed or done: nothing more is asked for; what is on its way is waited for
+            pages.close()
 
 
 def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector: str | None = None,

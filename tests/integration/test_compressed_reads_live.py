@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 PODS = 300  # ~1.5 KiB each as JSON: one 500-pod page is well over 128 KiB
 
 
-Seen = list[tuple[str, str | None, str | None, int]]  # (path, asked, Content-Encoding, decoded bytes)
+Seen = list[list[Any]]  # (path, asked, Content-Encoding, decoded bytes)
 
 
 def _pods(cluster: LocalCluster, namespace: str) -> tuple[str, list[str]]:
@@ -39,8 +39,16 @@ def _read(conn: Connection, node: str, namespace: str) -> tuple[list[str], Seen]
 
     def spy(method: str, url: str, header_params: dict[str, str] | None = None, **kw: Any) -> Any:
         resp = call_api(method, url, header_params=header_params, **kw)
-        seen.append((url, (header_params or {}).get("Accept-Encoding"), resp.getheader("Content-Encoding"),
-                     len(resp.read())))
+        entry = [url, (header_params or {}).get("Accept-Encoding"), resp.getheader("Content-Encoding"), 0]
+        seen.append(entry)
+        read = resp.response.read  # counted as the reader reads it: its first bytes, then the rest
+
+        def counted(*a: Any, **k: Any) -> bytes:
+            data = read(*a, **k)
+            entry[3] += len(data)
+            return data
+
+        resp.response.read = counted
         return resp
 
     conn.api.call_api = spy  # type: ignore[method-assign]

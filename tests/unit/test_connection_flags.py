@@ -177,3 +177,31 @@ def test_a_read_asks_for_gzip_only_when_compression_is_on(tmp_path: Path) -> Non
         conn.api.call_api = call_api  # type: ignore[method-assign]  # no server here: the live test has the real one
         assert request_raw(conn, "GET", "/api/v1/pods") == b"{}"
     assert asked == ["gzip", None]
+
+
+def test_a_page_names_its_first_bytes_before_the_rest_is_read(tmp_path: Path) -> None:
+    import gzip
+    import io
+    import json
+
+    import urllib3
+
+    from kubectl_desched.kube.live import PEEK, request_raw
+
+    kc = _kubeconfig(tmp_path / "config", current="c", clusters={"k": "https://a.example:6443"},
+                     contexts={"c": {"cluster": "k", "user": "u"}}, users={"u": {"token": "t1234"}})
+    conn = connect(KubeOptions(kubeconfig=str(kc)))
+    body = json.dumps({"metadata": {"continue": "abc"}, "items": [{"n": i} for i in range(20_000)]}).encode()
+    wire = io.BytesIO(gzip.compress(body))
+
+    class Answer:  # the client's answer: urllib3's response, unread, as the client leaves it
+        status = 200
+        data = None
+        response = urllib3.HTTPResponse(body=wire, headers={"Content-Encoding": "gzip"}, status=200,
+                                        preload_content=False)
+
+    conn.api.call_api = lambda *_a, **_k: Answer()  # type: ignore[method-assign]  # the live tests have a server
+    heads: list[tuple[bytes, int]] = []
+    assert request_raw(conn, "GET", "/api/v1/pods", head=lambda first: heads.append((first, wire.tell()))) == body
+    assert heads == [(body[:PEEK], heads[0][1])]  # once, inflated
+    assert heads[0][1] < len(wire.getvalue()) // 4  # the rest was still unread

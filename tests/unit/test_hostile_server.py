@@ -54,7 +54,7 @@ class FakeAPI:
         self.calls: list[tuple[str, str]] = []
 
     def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
-                 timeout: Any = None, accept: str = "") -> bytes:
+                 timeout: Any = None, accept: str = "", head: Any = None) -> bytes:
         self.calls.append((method, path))
         if path in self.errors:
             raise self.errors[path]

@@ -30,8 +30,13 @@ class FakeServer:
         self.asked = threading.Event()  # set when a page after the first is requested
 
     def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
-                 timeout: Any = None, accept: str = "application/json") -> bytes:
-        q = dict(query or [])
+                 timeout: Any = None, accept: str = "application/json", head: Any = None) -> bytes:
+        data = self.answer(path, dict(query or []))
+        if head is not None:  # as the real transport: the first bytes, before the rest is read
+            head(data[:live.PEEK])
+        return data
+
+    def answer(self, path: str, q: dict[str, Any]) -> bytes:
         self.calls.append((path, q))
         if q.get("continue"):
             self.asked.set()
@@ -151,6 +156,95 @@ def test_the_next_page_is_asked_for_while_this_one_is_used(monkeypatch: pytest.M
     assert [p["metadata"]["name"] for p in first + rest] == [f"p{i}" for i in range(7)]
     starts = [q.get("continue") for _path, q in server.calls]
     assert starts == [None, "0002", "0004", "0006"]  # each page once, whether the token was peeked or parsed
+
+
+def test_the_first_bytes_name_the_next_page_only_from_the_lists_metadata() -> None:
+    page = b'{"kind":"PodList","metadata":{"resourceVersion":"7","continue":"abc="},"items":[{"metadata":{}}]}'
+    assert live.next_token(page) == "abc="
+    last = b'{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"labels":{"continue":"x"}}}]}'
+    assert live.next_token(last) == ""  # the last page: a label further on names nothing
+    assert live.next_token(b'{"kind":"PodList","metadata":{"continue":""},"items":[]}') == ""
+    assert live.next_token(b'{"items":[{"metadata":{"continue":"x"}}],"metadata":{"continue":"y"}}') is None
+    assert live.next_token(b'{"kind":"PodList","metadata":{"resourceVersion":"7","cont') is None  # cut short
+
+
+class HeldServer(FakeServer):
+    """Sends each page's first bytes at once and the rest only once the test lets it: pages still on their way."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, head: Any = None,
+                 **_kw: Any) -> bytes:
+        with self.lock:
+            data = self.answer(path, dict(query or []))
+        if head is not None:
+            head(data[:live.PEEK])
+        assert self.release.wait(10)
+        return data
+
+
+def _asked(server: FakeServer) -> list[str | None]:
+    return [q.get("continue") for _path, q in server.calls]
+
+
+def _wait_for(predicate: Any) -> None:
+    deadline = time.monotonic() + 5
+    while not predicate():
+        assert time.monotonic() < deadline, "not asked for in 5 s"
+        time.sleep(0.005)
+
+
+def test_each_page_is_asked_for_once_the_one_before_names_it_not_once_it_has_arrived(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server = HeldServer(*_objects())
+    monkeypatch.setattr(live, "request_raw", server)
+    pages = live.list_pages(_conn(), "/api/v1/pods")
+    reader = threading.Thread(target=lambda: next(pages), daemon=True)
+    reader.start()
+    # the first page has not arrived whole, yet its first bytes named the second: AHEAD pages are on their way
+    _wait_for(lambda: len(server.calls) == live.AHEAD)
+    assert _asked(server) == [None, "0002"]
+    server.release.set()
+    reader.join(5)
+    rest = [p for page in pages for p in page]
+    assert [p["metadata"]["name"] for p in rest] == [f"p{i}" for i in range(2, 7)]
+    assert _asked(server) == [None, "0002", "0004", "0006"]  # each page once, in order
+
+
+def test_no_more_pages_are_read_ahead_than_the_bound_while_the_parser_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    pods = [b.pod(f"p{i}", "n0") for i in range(20)]
+    server = FakeServer([], pods)
+    monkeypatch.setattr(live, "request_raw", server)
+    pages = live.list_pages(_conn(), "/api/v1/pods")
+    next(pages)  # the parser has taken one page and holds on to it
+    _wait_for(lambda: len(server.calls) == 1 + live.AHEAD)
+    time.sleep(0.2)
+    assert len(server.calls) == 1 + live.AHEAD  # the page taken and AHEAD more on their way; not the other 7
+    pages.close()
+    time.sleep(0.1)
+    assert len(server.calls) == 1 + live.AHEAD  # a closed read asks for nothing more
+
+
+def test_a_guess_the_parse_contradicts_is_dropped_with_what_it_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+    wrong = {"0002": "0003"}  # what page 1's first bytes seem to say; its parse says 0002
+
+    def misleading(conn: Any, method: str, path: str, *, head: Any = None, **kw: Any) -> bytes:
+        data = server(conn, method, path, **kw)
+        if head is not None:
+            token = live.next_token(data[:live.PEEK]) or ""
+            head(data[:live.PEEK].replace(token.encode(), wrong.get(token, token).encode()) if token else data)
+        return data
+
+    monkeypatch.setattr(live, "request_raw", misleading)
+    pages = live.list_pages(_conn(), "/api/v1/pods")
+    names = [p["metadata"]["name"] for page in pages for p in page]
+    assert names == [f"p{i}" for i in range(7)]  # every pod once, in order
+    asked = _asked(server)
+    assert [a for a in asked if a != "0003" and a != "0005"] == [None, "0002", "0004", "0006"]
 
 
 def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch: pytest.MonkeyPatch) -> None:
