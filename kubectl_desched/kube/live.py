@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import urllib3
 
-from kubectl_desched import wire
+from kubectl_desched import heap, wire
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
@@ -434,6 +434,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
     one after the other gives: the same objects, the first error in that order (nodes, pods, PDBs, other
     kinds; a failed node read stops the pod read at its next page), the warnings in that order too."""
     what = "reading the cluster"
+    heap.one_heap()  # before the helper threads: pages they read leave no holes in heaps of their own
     later: list[str] = []  # warnings of the reads beside, said once the pods are read (as before, in order)
     nodes_read = _Beside(lambda: _read_all(conn, "/api/v1/nodes", typed_page("Node"), label="nodes"))
     others_read = _Beside(lambda: (_read_pdbs(conn, later.append), _read_extras(conn, kinds, later.append)))
