@@ -4,9 +4,9 @@ parsed. The server then builds the next page while this one is still on its way,
 pages' transfers follow each other without a round trip between them.
 
 At most `ahead` pages are being fetched or held unparsed at once; a page found when no room is left is asked for
-as soon as the parser takes one. A guess that the parse contradicts (the first bytes said nothing, or something
-else) is dropped with whatever it started, and the page the parse names is asked for instead, so every page is
-read once and in order whatever the first bytes held.
+as soon as the parser takes one. When the first bytes do not say, the next page is asked for once the parse has
+named it. A guess the parse contradicts is dropped with whatever it started, and the page the parse names is asked
+for instead: every page is read once and in order, whatever the first bytes held.
 
 Each page is fetched on a daemon thread of its own (a few hundred a read, each a fraction of a millisecond to
 start): a read stopped by Ctrl-C leaves at once, never waiting for a page on its way from a slow or hung server,
