@@ -261,20 +261,21 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
         return raw
 
     seen = 0
-    pages = readahead.ReadAhead(fetch, AHEAD)
-    try:
-        page: readahead.Page | None = pages.first()
-        while page is not None:
-            raw = pages.take(page)
-            items, cont = parse(raw, path) if raw else ([], "")
-            del raw
-            page = pages.follow(page, cont)
-            seen += len(items)
-            if progress:
-                progress(label, seen)
-            yield items
-    finally:  # stopped, failed or done: nothing more is asked for, and what is on its way is not waited for
-        pages.close()
+    with ThreadPoolExecutor(max_workers=AHEAD + 2, thread_name_prefix="list") as pool:
+        pages = readahead.ReadAhead(pool, fetch, AHEAD)
+        try:
+            page: readahead.Page | None = pages.first()
+            while page is not None:
+                raw = pages.take(page)
+                items, cont = parse(raw, path) if raw else ([], "")
+                del raw
+                page = pages.follow(page, cont)
+                seen += len(items)
+                if progress:
+                    progress(label, seen)
+                yield items
+        finally:  # stopped, failed or done: nothing more is asked for; what is on its way is waited for
+            pages.close()
 
 
 def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector: str | None = None,

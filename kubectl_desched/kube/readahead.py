@@ -8,16 +8,16 @@ as soon as the parser takes one. When the first bytes do not say, the next page 
 named it. A guess the parse contradicts is dropped with whatever it started, and the page the parse names is asked
 for instead: every page is read once and in order, whatever the first bytes held.
 
-Each page is fetched on a daemon thread of its own (a few hundred a read, each a fraction of a millisecond to
-start): a read stopped by Ctrl-C leaves at once, never waiting for a page on its way from a slow or hung server,
-which a concurrent.futures pool would join before the process could exit."""
+The pages are fetched on a concurrent.futures pool, whose workers the interpreter joins before it exits: a
+stopped read waits for the pages on their way. Daemon threads would not, but one still inside OpenSSL when the
+interpreter tears OpenSSL down at exit crashes the process (seen as a SIGSEGV after a refused TLS handshake)."""
 
 from __future__ import annotations
 
 import functools
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 # fetch(continue token, headed): the page's bytes. It calls headed(token) once, as soon as its first bytes say
@@ -35,7 +35,8 @@ class Page:
 
 
 class ReadAhead:
-    def __init__(self, fetch: Fetch, ahead: int) -> None:
+    def __init__(self, pool: Executor, fetch: Fetch, ahead: int) -> None:
+        self._pool = pool
         self._fetch = fetch
         self._free = ahead
         self._lock = threading.Lock()
@@ -88,16 +89,8 @@ class ReadAhead:
 
     def _ask(self, cont: str) -> Page:  # with the lock held
         page = Page(Future())
-        threading.Thread(target=self._run, args=(page, cont), name="list", daemon=True).start()
+        page.future = self._pool.submit(self._fetch, cont, functools.partial(self._headed, page))
         return page
-
-    def _run(self, page: Page, cont: str) -> None:
-        future = page.future
-        future.set_running_or_notify_cancel()
-        try:
-            future.set_result(self._fetch(cont, functools.partial(self._headed, page)))
-        except BaseException as e:  # handed to the parser by take()
-            future.set_exception(e)
 
     def _headed(self, page: Page, token: str | None) -> None:  # on a fetching thread
         with self._lock:
