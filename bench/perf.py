@@ -126,25 +126,40 @@ def json_continue(head: bytes) -> str:
     return found.group(1).decode() if found else ""
 
 
-def floor(kubeconfig: Path, media: str, gzip: bool, path: str = "/api/v1/pods") -> dict[str, int]:
-    """Read every page of a paginated LIST over one kept-alive connection, decompress it if gzipped, keep only the
-    continue token. The least any client must do to have the bytes of every pod."""
+def _floor_target(kubeconfig: Path, media: str, gzip: bool
+                  ) -> tuple[Callable[[], http.client.HTTPSConnection], dict[str, str]]:
+    """How the floors reach the bench apiserver: a new connection each call, and the headers of a page request."""
     config = json.loads(kubeconfig.read_text())  # bench kubeconfigs are JSON
     server = urlsplit(config["clusters"][0]["cluster"]["server"])
     token = config["users"][0]["user"]["token"]
     context = ssl.create_default_context(cafile=config["clusters"][0]["cluster"]["certificate-authority"])
-    conn = http.client.HTTPSConnection(server.hostname or "127.0.0.1", server.port or 443, context=context)
     accept = "application/vnd.kubernetes.protobuf" if media == "protobuf" else "application/json"
     headers = {"Authorization": f"Bearer {token}", "Accept": accept,
                "Accept-Encoding": "gzip" if gzip else "identity"}
+    return (lambda: http.client.HTTPSConnection(server.hostname or "127.0.0.1", server.port or 443,
+                                                context=context)), headers
+
+
+def _floor_get(conn: http.client.HTTPSConnection, path: str, cont: str, headers: dict[str, str]
+               ) -> tuple[http.client.HTTPResponse, Any]:
+    """One page asked for: the answer to read, and the inflater its body needs (None when it is not gzipped)."""
+    conn.request("GET", f"{path}?limit={PAGE}" + (f"&continue={quote(cont)}" if cont else ""), headers=headers)
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise RuntimeError(f"GET {path}: {resp.status} {resp.read()[:300]!r}")
+    gzipped = resp.getheader("Content-Encoding") == "gzip"
+    return resp, zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
+
+
+def floor(kubeconfig: Path, media: str, gzip: bool, path: str = "/api/v1/pods") -> dict[str, int]:
+    """Read every page of a paginated LIST over one kept-alive connection, decompress it if gzipped, keep only the
+    continue token. The least any client must do to have the bytes of every pod."""
+    connection, headers = _floor_target(kubeconfig, media, gzip)
+    conn = connection()
     pages = wire = body = 0
     cont = ""
     while True:
-        conn.request("GET", f"{path}?limit={PAGE}" + (f"&continue={quote(cont)}" if cont else ""), headers=headers)
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise RuntimeError(f"GET {path}: {resp.status} {resp.read()[:300]!r}")
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if resp.getheader("Content-Encoding") == "gzip" else None
+        resp, inflate = _floor_get(conn, path, cont, headers)
         head = bytearray()  # both encodings put the list's metadata, and so the token, first
         while chunk := resp.read(256 << 10):
             wire += len(chunk)
@@ -166,12 +181,7 @@ READ_AHEAD = 2  # as kube/live.py's AHEAD
 def floor_ahead(kubeconfig: Path, gzip: bool, ahead: int = 2, path: str = "/api/v1/pods") -> dict[str, int]:
     """The JSON floor read as the tool reads (kube/readahead.py): each page asked for, on a kept-alive connection
     of its own, as soon as the page before has named it in its first bytes; at most `ahead` at once."""
-    config = json.loads(kubeconfig.read_text())
-    server = urlsplit(config["clusters"][0]["cluster"]["server"])
-    token = config["users"][0]["user"]["token"]
-    context = ssl.create_default_context(cafile=config["clusters"][0]["cluster"]["certificate-authority"])
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
-               "Accept-Encoding": "gzip" if gzip else "identity"}
+    connection, headers = _floor_target(kubeconfig, "json", gzip)
     idle: queue.SimpleQueue[http.client.HTTPSConnection] = queue.SimpleQueue()
     slots = threading.Semaphore(ahead)
     lock = threading.Lock()
@@ -184,16 +194,9 @@ def floor_ahead(kubeconfig: Path, gzip: bool, ahead: int = 2, path: str = "/api/
             try:
                 conn = idle.get_nowait()
             except queue.Empty:
-                conn = http.client.HTTPSConnection(server.hostname or "127.0.0.1", server.port or 443,
-                                                   context=context)
+                conn = connection()
             try:
-                conn.request("GET", f"{path}?limit={PAGE}" + (f"&continue={quote(cont)}" if cont else ""),
-                             headers=headers)
-                resp = conn.getresponse()
-                if resp.status != 200:
-                    raise RuntimeError(f"GET {path}: {resp.status} {resp.read()[:300]!r}")
-                gz = resp.getheader("Content-Encoding") == "gzip"
-                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
+                resp, inflate = _floor_get(conn, path, cont, headers)
                 wire = body = 0
                 amount = 8192  # the first bytes name the next page
                 while chunk := resp.read(amount):
