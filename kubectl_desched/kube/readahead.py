@@ -29,7 +29,6 @@ Fetch = Callable[[str, Callable[[str | None], None]], bytes]
 class Page:
     future: Future[bytes]
     peeked: str | None = None  # what the first bytes named next ("" none, None unknown), once headed
-    headed: bool = False
     next: Page | None = None
     dropped: bool = False  # a wrong guess: nothing after it is asked for
 
@@ -94,9 +93,6 @@ class ReadAhead:
 
     def _headed(self, page: Page, token: str | None) -> None:  # on a fetching thread
         with self._lock:
-            if page.headed:
-                return
-            page.headed = True
             page.peeked = token
             if not token or page.dropped or self._closed:
                 return
