@@ -16,7 +16,7 @@ from kubectl_desched.commandline.groups import acting, cluster_access, options, 
 from kubectl_desched.commandline.help import command
 from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.interrupts import Interrupted
+from kubectl_desched.interrupts import Interrupted, leave
 from kubectl_desched.names import dns1123_subdomain_problem
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
@@ -195,15 +195,15 @@ def main() -> None:
     except click.ClickException as e:
         click.echo(error_line(e.format_message()), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
-    except DeschedError as e:
+    except DeschedError as e:  # a read that failed may leave pages on their way: leave() does not wait for them
         click.echo(error_line(e), err=True)
-        sys.exit(e.exit_code)
+        leave(e.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: nothing further was evicted", err=True)
-        sys.exit(app.EXIT_INTERRUPTED)
+        leave(app.EXIT_INTERRUPTED)
     except Interrupted as e:  # Ctrl-C, SIGTERM or SIGHUP while planning or at the prompt: 128+N
         said = "interrupted" if e.name == "Ctrl-C" else f"interrupted by {e.name}"
         click.echo(f"\n{said}: nothing further was evicted", err=True)
-        sys.exit(e.exit_code)
+        leave(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)

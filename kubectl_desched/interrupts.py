@@ -3,15 +3,22 @@ to stop. All three must leave the same trail: the --report written, what was don
 shell reports a signal (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
 
 Outside the acting phase a signal raises Interrupted (see `raising`); while acting, the runner
-(evictors/execute.py) installs its own handlers that only set a flag, so no eviction is cut in half."""
+(evictors/execute.py) installs its own handlers that only set a flag, so no eviction is cut in half.
+
+A stopped command leaves through `leave`, which does not wait long for reads still on their way (a server that
+stops sending mid-page would otherwise hold the command until it gives up)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import NoReturn
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
@@ -83,3 +90,43 @@ def deferred() -> Iterator[None]:
         yield
     if got:
         raise Interrupted(got[0])
+
+
+# Reads on helper threads that the process may end without waiting for (abandonable), and how long it waits.
+_reads = threading.Condition()
+_reads_on_their_way = 0
+GRACE = 0.5  # a page of 500 pods from a working server arrives well within it
+
+
+@contextlib.contextmanager
+def abandonable() -> Iterator[None]:
+    """A read on a helper thread (a list page) that `leave` may abandon: it only reads, so cutting it off loses
+    nothing but its answer."""
+    global _reads_on_their_way
+    with _reads:
+        _reads_on_their_way += 1
+    try:
+        yield
+    finally:
+        with _reads:
+            _reads_on_their_way -= 1
+            _reads.notify_all()
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with `code`. Reads still on their way get GRACE seconds to end, as they do from a working server; then
+    the process ends without the interpreter's teardown, which would wait for them without bound and, if ended
+    under them, tears TLS down beneath a thread still inside it (seen as a SIGSEGV). The exit handlers run first:
+    the kubernetes client's among them removes the certificate files it wrote."""
+    try:
+        with _reads:
+            ended = _reads.wait_for(lambda: _reads_on_their_way == 0, timeout=GRACE)
+    except (KeyboardInterrupt, Interrupted):  # asked again: no more waiting
+        ended = False
+    if ended:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import urllib3
 
-from kubectl_desched import heap, wire
+from kubectl_desched import heap, interrupts, wire
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
@@ -251,7 +251,8 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             headed(next_token(first))
 
         try:
-            raw = request_raw(conn, "GET", path, query=query, accept=accept, head=head)
+            with interrupts.abandonable():
+                raw = request_raw(conn, "GET", path, query=query, accept=accept, head=head)
         except api_exception() as e:
             if e.status == 410 and cont:
                 raise ListExpired(path) from None
@@ -261,21 +262,22 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
         return raw
 
     seen = 0
-    with ThreadPoolExecutor(max_workers=AHEAD + 2, thread_name_prefix="list") as pool:
-        pages = readahead.ReadAhead(pool, fetch, AHEAD)
-        try:
-            page: readahead.Page | None = pages.first()
-            while page is not None:
-                raw = pages.take(page)
-                items, cont = parse(raw, path) if raw else ([], "")
-                del raw
-                page = pages.follow(page, cont)
-                seen += len(items)
-                if progress:
-                    progress(label, seen)
-                yield items
-        finally:  # stopped, failed or done: nothing more is asked for; what is on its way is waited for
-            pages.close()
+    pool = ThreadPoolExecutor(max_workers=AHEAD + 2, thread_name_prefix="list")
+    pages = readahead.ReadAhead(pool, fetch, AHEAD)
+    try:
+        page: readahead.Page | None = pages.first()
+        while page is not None:
+            raw = pages.take(page)
+            items, cont = parse(raw, path) if raw else ([], "")
+            del raw
+            page = pages.follow(page, cont)
+            seen += len(items)
+            if progress:
+                progress(label, seen)
+            yield items
+    finally:  # done, stopped or failed: nothing more is asked for, and what is on its way is not waited for
+        pages.close()
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector: str | None = None,

@@ -8,9 +8,10 @@ as soon as the parser takes one. When the first bytes do not say, the next page 
 named it. A guess the parse contradicts is dropped with whatever it started, and the page the parse names is asked
 for instead: every page is read once and in order, whatever the first bytes held.
 
-The pages are fetched on a concurrent.futures pool, whose workers the interpreter joins before it exits: a
-stopped read waits for the pages on their way. Daemon threads would not, but one still inside OpenSSL when the
-interpreter tears OpenSSL down at exit crashes the process (seen as a SIGSEGV after a refused TLS handshake)."""
+The pages are fetched on a concurrent.futures pool rather than daemon threads: one still inside OpenSSL when the
+interpreter tears OpenSSL down at exit crashes the process (seen as a SIGSEGV after a refused TLS handshake). A
+stopped read does not wait for the pages on their way (live.list_pages shuts the pool down without waiting); the
+exit gives them a moment and then ends the process without that teardown (interrupts.leave)."""
 
 from __future__ import annotations
 

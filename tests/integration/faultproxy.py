@@ -18,6 +18,8 @@ A rule decides, per request, one of:
   cut-after   forward, then answer the server's status with the first half of its body (a complete HTTP
               message whose JSON is cut short)
   404         answer 404 "page not found" as text without forwarding (a proxy that does not know the path)
+  stall-after forward, then send the answer's status, headers and first half of its body, and the rest never:
+              the connection stays open, silent, for `hang` seconds (a server that stops mid-answer)
 A rule may block (e.g. to line up concurrent requests); it runs outside the proxy's lock.
 Every request is logged with its action and the upstream status, so a test can prove what reached the server.
 """
@@ -185,18 +187,25 @@ class FaultProxy:
                     self._answer(status, "text/html", b"<html><head><title>502</title></head><body>"
                                                       b"<h1>Bad Gateway</h1></body></html>")
                     return
+                if action == "stall-after":
+                    self._send(status, resp_headers, data, upto=len(data) // 2)
+                    self.wfile.flush()
+                    time.sleep(proxy.hang)
+                    self.close_connection = True
+                    return
                 if action in ("truncate", "cut-after"):
                     data = data[:len(data) // 2]
                 self._send(status, resp_headers, data)
 
-            def _send(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
+            def _send(self, status: int, headers: list[tuple[str, str]], data: bytes, upto: int | None = None) -> None:
+                """The answer with its full Content-Length; only its first `upto` bytes when given."""
                 self.send_response(status)
                 for k, v in headers:
                     if k.lower() not in HOP_HEADERS:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                self.wfile.write(data if upto is None else data[:upto])
 
             def _answer(self, status: int, content_type: str, payload: bytes) -> None:
                 self.send_response(status)

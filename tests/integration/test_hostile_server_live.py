@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from desched import desched
+from desched import desched, desched_env
 from faultproxy import Canned, FaultProxy
 
 pytestmark = pytest.mark.integration
@@ -161,3 +165,42 @@ def test_a_hostile_message_on_an_eviction_stays_in_its_row(cluster: Any, namespa
     assert len(proxy.seen("POST", "/eviction")) >= 1
     message = json.loads(report.read_text())["evictions"][0]["message"]
     assert "\n" not in message and "\x1b" not in message
+
+
+@pytest.mark.parametrize("path", ["/api/v1/pods", "/api/v1/nodes", "/apis/policy/v1/poddisruptionbudgets"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_while_the_server_stalls_mid_answer_exits_at_once(
+        cluster: Any, namespace: str, tmp_path: Path, path: str, signum: int) -> None:
+    """A server that stops sending halfway through a LIST page, with no --request-timeout: the read would wait
+    for it without bound. Ctrl-C (or SIGTERM) must still end the command within moments, with its one line, its
+    exit code and its report, over TLS (the proxy's), and evict nothing."""
+    pods = ["web-0", "web-1"]
+    _node, args = tainted(cluster, namespace, pods)
+    report = tmp_path / "r.json"
+    with FaultProxy(cluster.server, cluster.ca_file, tmp_path, when("GET", path, "stall-after"), hang=120) as proxy:
+        kubeconfig = proxy.kubeconfig(cluster.kubeconfig_for(), tmp_path / "via-proxy.kubeconfig")
+        proc = subprocess.Popen([sys.executable, "-m", "kubectl_desched", *args, "--report", str(report)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=desched_env(kubeconfig))
+        try:
+            deadline = time.monotonic() + 60
+            while not proxy.seen("GET", path):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "the stalled LIST was never asked for"
+                time.sleep(0.05)
+            time.sleep(0.5)  # the first half of the answer is read; the rest never comes
+            assert proc.poll() is None, "the command ended although an answer is missing its second half"
+            sent = time.monotonic()
+            proc.send_signal(signum)
+            out, err = proc.communicate(timeout=15)
+            took = time.monotonic() - sent
+        finally:
+            proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert took < 5, f"took {took:.1f} s to leave"
+    said = "interrupted" if signum == signal.SIGINT else "interrupted by SIGTERM"
+    assert err.strip().splitlines() == [f"{said}: nothing further was evicted"], err
+    by = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    assert json.loads(report.read_text())["error"] == f"interrupted by {by} before any eviction was sent"
+    assert out == ""
+    assert_nothing_evicted(cluster, namespace, pods, proxy)
