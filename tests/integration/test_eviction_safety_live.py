@@ -271,3 +271,41 @@ def test_a_server_dry_run_answers_budgets_at_once_and_counts_the_plan(cluster: A
                                           "refused (counting the pods planned before it; the server dry run "
                                           "accepted it alone")
     assert not any(terminating(cluster, namespace, p) for p in ("db-0", "web-0", "web-1", "web-2"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_second_signal_abandons_a_hung_eviction_and_exits_at_once(cluster: Any, namespace: str, tmp_path: Path,
+                                                                     sig: int) -> None:
+    """The eviction reaches the server, whose answer the proxy then holds (over TLS). The first signal stops new
+    evictions and waits for it; the second abandons it, and the process ends within moments with 128+N: the
+    worker still waiting inside TLS neither holds the exit nor crashes it."""
+    args = tainted(cluster, namespace, ["a-web", "b-web"])
+    cluster.create_node(f"{namespace}-spare")  # a second Ready node: with one, upstream plans nothing
+    report = tmp_path / "r.json"
+    name = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C"
+    with FaultProxy(cluster.server, cluster.ca_file, tmp_path, evictions_rule({"a-web": ["hang-after"]}),
+                    hang=60) as proxy:
+        session = Interactive(via_proxy(proxy, cluster, tmp_path), *args, "--yes", "--max-in-flight", "1",
+                              "--report", str(report))
+        try:
+            deadline = time.monotonic() + 60
+            while not proxy.seen("POST", "/a-web/eviction"):
+                assert session.proc.poll() is None, f"ended before evicting: {session.finish()}"
+                assert time.monotonic() < deadline, "no eviction was sent"
+                time.sleep(0.05)
+            session.proc.send_signal(sig)
+            session.wait_for("no new evictions")
+            sent = time.monotonic()
+            session.proc.send_signal(sig)
+            got, _out, err = session.finish(timeout=20)
+            took = time.monotonic() - sent
+        finally:
+            session.proc.kill()
+    assert got == 128 + sig, err
+    assert took < 5, f"took {took:.1f} s to leave"
+    assert "Traceback" not in err
+    r = results(report)
+    assert r["a-web"]["result"] == "unknown"
+    assert r["a-web"]["message"].startswith(f"abandoned by a second {name} while the eviction was in flight")
+    assert r["b-web"]["result"] == "interrupted"
+    assert terminating(cluster, namespace, "a-web") and not terminating(cluster, namespace, "b-web")
