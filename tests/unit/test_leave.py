@@ -22,18 +22,19 @@ def test_with_no_read_on_its_way_it_exits_as_sys_exit_does() -> None:
 
 
 def test_a_read_that_ends_within_the_grace_is_waited_for() -> None:
-    done = threading.Event()
+    inside, done = threading.Event(), threading.Event()
 
     def read() -> None:
         with interrupts.abandonable():
+            inside.set()
             time.sleep(interrupts.GRACE / 5)
-        done.set()
+            done.set()
 
     threading.Thread(target=read).start()
-    time.sleep(0.02)
+    assert inside.wait(5)
     with pytest.raises(SystemExit) as e:
         interrupts.leave(5)
-    assert e.value.code == 5 and done.wait(1)
+    assert e.value.code == 5 and done.is_set()  # it left only once the read had ended
 
 
 _HELD = textwrap.dedent("""
