@@ -178,10 +178,13 @@ FLOOR_AHEAD = "floor json read ahead"
 READ_AHEAD = 2  # as kube/live.py's AHEAD
 
 
-def floor_ahead(kubeconfig: Path, gzip: bool, ahead: int = 2, path: str = "/api/v1/pods") -> dict[str, int]:
-    """The JSON floor read as the tool reads (kube/readahead.py): each page asked for, on a kept-alive connection
-    of its own, as soon as the page before has named it in its first bytes; at most `ahead` at once."""
-    connection, headers = _floor_target(kubeconfig, "json", gzip)
+def floor_ahead(kubeconfig: Path, gzip: bool, ahead: int = 2, path: str = "/api/v1/pods",
+                media: str = "json") -> dict[str, int]:
+    """The floor read as the tool reads (kube/readahead.py): each page asked for, on a kept-alive connection of its
+    own, as soon as the page before has named it in its first bytes; at most `ahead` at once. Both encodings put
+    the list's metadata first (protobuf: the ListMeta is the list's field 1), so the first bytes name the next."""
+    connection, headers = _floor_target(kubeconfig, media, gzip)
+    token = protobuf_continue if media == "protobuf" else json_continue
     idle: queue.SimpleQueue[http.client.HTTPSConnection] = queue.SimpleQueue()
     slots = threading.Semaphore(ahead)
     lock = threading.Lock()
@@ -206,7 +209,7 @@ def floor_ahead(kubeconfig: Path, gzip: bool, ahead: int = 2, path: str = "/api/
                     body += len(chunk)
                     if amount == 8192:
                         amount = 256 << 10
-                        following = json_continue(chunk)
+                        following = token(chunk)
                         if following:
                             start(following)
                 idle.put(conn)
@@ -742,9 +745,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument("--kubeconfig", type=Path, required=True)
         ap.add_argument("--media", choices=("json", "protobuf"), default="json")
         ap.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=False)
-        ap.add_argument("--ahead", type=int, default=0, help="read ahead as the tool does, N pages at once (JSON)")
+        ap.add_argument("--ahead", type=int, default=0, help="read ahead as the tool does, N pages at once")
         a = ap.parse_args(argv[1:])
-        found = floor_ahead(a.kubeconfig, a.gzip, a.ahead) if a.ahead else floor(a.kubeconfig, a.media, a.gzip)
+        found = floor_ahead(a.kubeconfig, a.gzip, a.ahead, media=a.media) if a.ahead else \
+            floor(a.kubeconfig, a.media, a.gzip)
         print("@floor " + json.dumps(found), file=sys.stderr)
         return 0
     sys.path.insert(0, str(HERE))  # apiload, clustergen

@@ -48,6 +48,7 @@ def test_protobuf_continue_token() -> None:
     pod_list = _proto(1, list_meta) + _proto(2, b"x" * 300) * 3
     answer = b"k8s\x00" + _proto(1, _proto(1, b"v1") + _proto(2, b"PodList")) + _proto(2, pod_list)
     assert perf.protobuf_continue(answer) == "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"
+    assert perf.protobuf_continue(answer[:80]) == "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"  # its first bytes say it
     last_page = b"k8s\x00" + _proto(1, b"") + _proto(2, _proto(1, _proto(2, b"12345")))
     assert perf.protobuf_continue(last_page) == ""
     with pytest.raises(ValueError):
