@@ -122,6 +122,16 @@ class FaultProxy:
         with self._lock:
             return [s for s in self.log if (method is None or s.method == method) and s.path.endswith(suffix)]
 
+    def wait_until_seen(self, method: str, suffix: str, proc: subprocess.Popen[Any], timeout: float = 60) -> None:
+        """Until a `method` request for a path ending in `suffix` has reached the proxy; fails if `proc` ends first."""
+        deadline = time.monotonic() + timeout
+        while not self.seen(method, suffix):
+            if proc.poll() is not None:
+                raise AssertionError(f"exit {proc.returncode} before {method} ...{suffix}: {proc.communicate()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {method} ...{suffix} within {timeout} s")
+            time.sleep(0.05)
+
     def _decide(self, method: str, path: str) -> str | Canned:
         with self._lock:
             key = (method, path)

@@ -288,11 +288,7 @@ def test_a_second_signal_abandons_a_hung_eviction_and_exits_at_once(cluster: Any
         session = Interactive(via_proxy(proxy, cluster, tmp_path), *args, "--yes", "--max-in-flight", "1",
                               "--report", str(report))
         try:
-            deadline = time.monotonic() + 60
-            while not proxy.seen("POST", "/a-web/eviction"):
-                assert session.proc.poll() is None, f"ended before evicting: {session.finish()}"
-                assert time.monotonic() < deadline, "no eviction was sent"
-                time.sleep(0.05)
+            proxy.wait_until_seen("POST", "/a-web/eviction", session.proc)
             session.proc.send_signal(sig)
             session.wait_for("no new evictions")
             sent = time.monotonic()

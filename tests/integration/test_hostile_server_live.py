@@ -183,11 +183,7 @@ def test_a_signal_while_the_server_stalls_mid_answer_exits_at_once(
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=desched_env(kubeconfig))
         try:
-            deadline = time.monotonic() + 60
-            while not proxy.seen("GET", path):
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() < deadline, "the stalled LIST was never asked for"
-                time.sleep(0.05)
+            proxy.wait_until_seen("GET", path, proc)
             time.sleep(0.5)  # the first half of the answer is read; the rest never comes
             assert proc.poll() is None, "the command ended although an answer is missing its second half"
             sent = time.monotonic()
