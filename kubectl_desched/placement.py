@@ -116,7 +116,7 @@ class _Cluster:
         self._spread = {w for w in map(workload_of, evicted) if w is not None}
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         # The same per topology domain, for the default spreading's keys: built on first use, then kept current.
-        self._owned_in: dict[tuple[tuple[str, str, str], str], Counter[str]] = {}
+        self._owned_in: dict[tuple[tuple[str, str, str], str], dict[str, int]] = {}
         self._residents = [p for p in state.pods if id(p) not in gone and not p.is_terminal and p.node_name
                            and p.node_name in self.used]
         for p in self._residents:
@@ -127,11 +127,16 @@ class _Cluster:
         self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str]]]] = defaultdict(list)  # by namespace
         self._domain_values: dict[tuple[int, str], set[str]] = {}
         self._eligible: dict[str, list[Node]] = {}
+        # What scoring reads of a node and never changes: its cpu and memory allocatable, and its values of the
+        # default spreading's keys.
+        self.caps = {n.name: (n.allocatable.get("cpu", 0.0), n.allocatable.get("memory", 0.0)) for n in self.nodes}
+        self.spread_values = {n.name: tuple(n.labels.get(key) for key, _skew in DEFAULT_SPREAD) for n in self.nodes}
         self._room = {n.name: self._free(n) for n in self.nodes}
-        self._order = sorted((-room, name) for name, room in self._room.items())
-        # The same order over each static key's allowed nodes (pools, taints): a replacement walks only the nodes
-        # it may use. Few keys (replicas share theirs), each kept current as replacements land.
-        self._orders: dict[str, tuple[set[str], list[tuple[float, str]]]] = {}
+        # The nodes each static key allows (pools, taints), emptiest first, as (-room, name): a replacement walks
+        # only the nodes it may use. Keys with the same nodes share one order (replicas share their key, and most
+        # keys allow the same nodes), each kept current as replacements land.
+        self._orders: dict[str, list[tuple[float, str]]] = {}
+        self._shared_orders: list[tuple[set[str], list[tuple[float, str]]]] = []
         self._static_keys: dict[tuple[int, int, int], tuple[str, Pod]] = {}
 
     def _free(self, n: Node) -> float:
@@ -143,11 +148,15 @@ class _Cluster:
         return total
 
     def emptiest(self, key: str, allowed: set[str]) -> list[tuple[float, str]]:
-        """The allowed nodes, emptiest first (as (-room, name); the list is the cluster's: read it, do not keep it)."""
+        """The allowed nodes, emptiest first (the list is the cluster's: read it, do not keep it)."""
         found = self._orders.get(key)
         if found is None:
-            found = self._orders[key] = (allowed, [e for e in self._order if e[1] in allowed])
-        return found[1]
+            found = next((order for nodes, order in self._shared_orders if nodes == allowed), None)
+            if found is None:
+                found = sorted((-self._room[name], name) for name in allowed)
+                self._shared_orders.append((allowed, found))
+            self._orders[key] = found
+        return found
 
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
@@ -162,7 +171,9 @@ class _Cluster:
         old = (-self._room[node], node)
         self._room[node] = self._free(self.nodes_by_name[node])
         new = (-self._room[node], node)
-        for order in [self._order, *(order for allowed, order in self._orders.values() if node in allowed)]:
+        for allowed, order in self._shared_orders:
+            if node not in allowed:
+                continue
             del order[bisect.bisect_left(order, old)]
             bisect.insort(order, new)
 
@@ -177,12 +188,13 @@ class _Cluster:
         anti = _own_anti(pod) if pod.affinity is not None else ()  # run once per resident: most pods have none
         w = workload_of(pod)
         if w is not None and not pod.terminating and w in self._spread:
-            self.owned[w][node] += 1
+            owned = self.owned[w]
+            owned[node] = owned.get(node, 0) + 1
             for key, _skew in DEFAULT_SPREAD:
                 counts = self._owned_in.get((w, key))
                 domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
                 if counts is not None and domain is not None:
-                    counts[domain] += 1
+                    counts[domain] = counts.get(domain, 0) + 1
         if self._by_ns is None and not anti:
             return
         r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
@@ -204,15 +216,16 @@ class _Cluster:
             self._by_ns = by_ns
         return self._by_ns
 
-    def owned_in(self, w: tuple[str, str, str], key: str) -> Counter[str]:
+    def owned_in(self, w: tuple[str, str, str], key: str) -> dict[str, int]:
         """The workload's running pods per value of the node label `key`."""
         counts = self._owned_in.get((w, key))
         if counts is None:
-            counts = Counter()
-            for node, k in self.owned.get(w, Counter()).items():
-                domain = self.nodes_by_name[node].labels.get(key) if node in self.nodes_by_name else None
+            counts = {}
+            labels = self.nodes_by_name
+            for node, k in self.owned.get(w, {}).items():
+                domain = labels[node].labels.get(key) if node in labels else None
                 if domain is not None:
-                    counts[domain] += k
+                    counts[domain] = counts.get(domain, 0) + k
             self._owned_in[(w, key)] = counts
         return counts
 
@@ -406,33 +419,34 @@ class _SpreadCheck:
         return None
 
 
-def _score(pod: Pod, n: Node, cl: _Cluster) -> int:
-    """LeastAllocated (requests with the scheduler's defaults for unset ones) plus BalancedAllocation (the requests
-    as set), each 0-100 in integers as kube-scheduler computes them, weight 1 each."""
-    alloc, nonzero, used, want = n.allocatable, cl.nonzero[n.name], cl.used[n.name], pod.requests
-    cpu_cap, mem_cap = alloc.get("cpu", 0.0), alloc.get("memory", 0.0)
-    cpu_nz = nonzero["cpu"] + (want.get("cpu") or NONZERO_CPU)
-    mem_nz = nonzero["memory"] + (want.get("memory") or NONZERO_MEMORY)
-    least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
-        (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
-    cpu_f = min((used.get("cpu", 0.0) + want.get("cpu", 0.0)) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-    mem_f = min((used.get("memory", 0.0) + want.get("memory", 0.0)) / mem_cap, 1.0) if mem_cap > 0 else 1.0
-    return least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
-
-
 def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
-    """The modelled default score plugins summed with their weights: NodeResourcesFit and BalancedAllocation
-    (1 each), NodeAffinity's preferred terms (2) and PodTopologySpread's system default constraints (2)."""
-    out = {n.name: _score(pod, n, cl) for n in feasible}
-    preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible} \
-        if preferred_node_affinity_terms(pod) else {}
-    top = max(preferred.values(), default=0)
-    if top > 0:  # the framework's default normalization: highest 100
-        for name, v in preferred.items():
-            out[name] += 2 * (v * MAX_SCORE // top)
+    """The modelled default score plugins summed with their weights: NodeResourcesFit's LeastAllocated (requests
+    with the scheduler's defaults for unset ones) and BalancedAllocation (the requests as set), each 0-100 in
+    integers as kube-scheduler computes them, weight 1 each; NodeAffinity's preferred terms (2) and
+    PodTopologySpread's system default constraints (2)."""
+    want = pod.requests
+    cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
+    cpu_nz_want, mem_nz_want = cpu_want or NONZERO_CPU, mem_want or NONZERO_MEMORY
+    caps, nonzeros, useds = cl.caps, cl.nonzero, cl.used
+    out = {}
+    for n in feasible:
+        name = n.name
+        (cpu_cap, mem_cap), nonzero, used = caps[name], nonzeros[name], useds[name]
+        cpu_nz, mem_nz = nonzero["cpu"] + cpu_nz_want, nonzero["memory"] + mem_nz_want
+        least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
+            (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
+        cpu_f = min((used.get("cpu", 0.0) + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+        mem_f = min((used.get("memory", 0.0) + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+        out[name] = least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
+    if pod.affinity is not None and preferred_node_affinity_terms(pod):
+        preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible}
+        top = max(preferred.values(), default=0)
+        if top > 0:  # the framework's default normalization: highest 100
+            for name, v in preferred.items():
+                out[name] += 2 * (v * MAX_SCORE // top)
     if not pod.spread_constraints:
-        for name, v in _default_spread(pod, feasible, cl).items():
-            out[name] += 2 * v
+        for n, v in zip(feasible, _default_spread(pod, feasible, cl), strict=False):  # empty: not scored
+            out[n.name] += 2 * v
     return out
 
 
@@ -441,26 +455,30 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
 DEFAULT_SPREAD = (("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5))
 
 
-def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
+def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
+    """The default spreading's normalized score of each feasible node, in their order (empty: not scored)."""
     w = workload_of(pod)
     if w is None or not feasible:
-        return {}
-    raw: dict[str, float] = {}
-    for key, skew in DEFAULT_SPREAD:
-        domains = {n.labels[key] for n in feasible if key in n.labels}
+        return []
+    values = [cl.spread_values[n.name] for n in feasible]
+    raw: list[float | None] = [None] * len(feasible)  # None: the node has none of the keys
+    for i, (key, skew) in enumerate(DEFAULT_SPREAD):
+        domains = {v[i] for v in values}
+        domains.discard(None)
         if not domains:
             continue
         weight = math.log(len(domains) + 2)
-        count = cl.owned_in(w, key)
-        for n in feasible:
-            if key in n.labels:
-                raw[n.name] = raw.get(n.name, 0.0) + count[n.labels[key]] * weight + (skew - 1)
-    if not raw:
-        return {}
-    rounded = {name: round(v) for name, v in raw.items()}
-    hi, lo = max(rounded.values()), min(rounded.values())
-    return {name: MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - rounded.get(name, hi)) // hi
-            for name in (n.name for n in feasible)}
+        count = cl.owned_in(w, key).get
+        for j, v in enumerate(values):
+            if (domain := v[i]) is not None:
+                raw[j] = (raw[j] or 0.0) + count(domain, 0) * weight + (skew - 1)
+    rounded = [round(v) for v in raw if v is not None]
+    if not rounded:
+        return []
+    hi, lo = max(rounded), min(rounded)
+    if hi == 0:
+        return [MAX_SCORE] * len(feasible)
+    return [MAX_SCORE * (hi + lo - (hi if v is None else round(v))) // hi for v in raw]
 
 
 def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
@@ -479,14 +497,18 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
             continue
         key = cl.static_key(pod)
         _static, static_refused, allowed = cl.static_nodes(pod, key)
-        refused = Counter(static_refused)
-        affinity = _AffinityCheck(pod, cl)
+        refused: Counter[str] | None = None  # made at the first refusal: most replacements meet none
+        # Most replacements have no inter-pod affinity and no pod nearby refuses them: no check to build.
+        affinity = _AffinityCheck(pod, cl) if pod.affinity is not None or cl.anti_in.get(pod.namespace) else None
         spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
+        used = cl.used
         feasible = []
         for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
             n = by_name[name]
-            refusal = _fits(pod, n, cl.used[name]) or affinity.refusal(n) or (spread.refusal(n) if spread else None)
+            refusal = _fits(pod, n, used[name]) or (affinity.refusal(n) if affinity else None) or \
+                (spread.refusal(n) if spread else None)
             if refusal:
+                refused = refused or Counter()
                 refused[refusal] += 1
                 continue
             feasible.append(n)
@@ -496,6 +518,7 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
         top = max(scores.values(), default=-1)
         best = [name for name, s in scores.items() if s == top]
         if not best:
+            refused = static_refused + (refused or Counter())
             detail = ", ".join(f"{k}: {v}" for k, v in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])) if v)
             out.destinations[id(c)] = Destination(None, f"no node fits ({detail or 'no nodes'})")
             continue
