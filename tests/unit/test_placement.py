@@ -65,6 +65,19 @@ def test_replacements_of_each_node_pool_see_the_landings_before_them(monkeypatch
     assert [node for node, _tied in where(objs, ["huge", "any", "m1"])] == [None, "p1", "p2"]
 
 
+def test_replacements_with_other_tolerations_but_the_same_nodes_see_each_others_landings(monkeypatch: Any) -> None:
+    """Two scheduling keys (one tolerates a taint no node has) allow the same nodes and share one order: a landing
+    of either moves the node for both. With one node scored per replacement, a stale order shows."""
+    monkeypatch.setattr(placement, "SCORE_LIMIT", 1)
+    tolerant = [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]
+    objs = [b.node("a", cpu="4"), b.node("b", cpu="4"), b.node("src", cpu="8", memory="64Gi", unschedulable=True),
+            pod("t1", "src", cpu="1", tolerations=tolerant), pod("plain", "src", cpu="3"),
+            pod("t2", "src", cpu="1", tolerations=tolerant)]
+    # t1 goes to a (equal to b, first by name); plain to b, the emptier; t2, of t1's key, must see plain's landing:
+    # a (1 of 4 cpu) is now emptier than b (3 of 4).
+    assert [node for node, _tied in where(objs, ["t1", "plain", "t2"])] == ["a", "b", "a"]
+
+
 def test_filters_taints_selector_unschedulable_readiness_and_room() -> None:
     objs = [b.node("tainted", taints=[b.taint("gpu")]), b.node("cordoned", unschedulable=True),
             b.node("down", ready=False), b.node("small", cpu="1"), b.node("zone-b", labels={"zone": "b"}),
