@@ -172,6 +172,8 @@ def test_a_name_checked_as_a_node_is_still_checked_as_a_namespace() -> None:
     ("startTime", "2026-01-01T00:00:00Z|2026-01-01T00:00:00Z"),  # two good times joined: still not one
     ("startTime", "yesterday"),
     ("lastTransitionTime", "2026-13-01T00:00:00Z"),
+    ("lastTransitionTime", "2026-01-01T00:00:00Z|2026-01-01T00:00:00Z"),  # one condition's time holding two
+    ("lastTransitionTime", "|"),
 ])
 def test_a_pods_status_times_are_checked_all_at_once_and_named_one_by_one(where: str, value: str) -> None:
     """The typed decode checks a pod's status times with one match; what it refuses, the slow way names."""
