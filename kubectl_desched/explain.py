@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.scheduling import why_not_node_fit
 from kubectl_desched.state import ClusterState
+from kubectl_desched.tables import plain_table
 
 
 class Verdicts:
@@ -81,7 +80,7 @@ def explain_node_text(doc: dict[str, Any]) -> str:
         lines.append(f"    kubectl desched explain node {doc['node']} --full reads the whole cluster and evaluates all")
     lines.append("")
     rows = [[p["namespace"], p["pod"], p["verdict"].upper(), p["why"]] for p in doc["pods"]]
-    lines.append(tabulate(rows, headers=["NAMESPACE", "POD", "VERDICT", "WHY"], tablefmt="plain") if rows
+    lines.append(plain_table(rows, ["NAMESPACE", "POD", "VERDICT", "WHY"]) if rows
                  else "No pods on this node.")
     return "\n".join(lines)
 
@@ -147,9 +146,9 @@ def explain_pod_text(doc: dict[str, Any]) -> str:
     prio = "no priority" if doc["priority"] is None else f"priority {doc['priority']}"
     lines = [f"Pod {doc['namespace']}/{doc['pod']} on {doc['node']}: {owner}, {prio}, {doc['qos']}, {doc['phase']}",
              f"Verdict: {doc['verdict'].upper()}: {doc['why']}", "", "Filters:"]
-    lines.append(_indent(tabulate([[c["check"], c["profile"], c["result"]] for c in doc["checks"]], tablefmt="plain")))
+    lines.append(_indent(plain_table([[c["check"], c["profile"], c["result"]] for c in doc["checks"]])))
     lines += ["", "Plugins:"]
-    lines.append(_indent(tabulate([[p["plugin"], p["result"]] for p in doc["plugins"]], tablefmt="plain")))
+    lines.append(_indent(plain_table([[p["plugin"], p["result"]] for p in doc["plugins"]])))
     other = doc["otherNodes"]
     fits = other["fits"]
     shown = ", ".join(fits[:10]) + (f", ... ({len(fits)} in all)" if len(fits) > 10 else "")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kubectl_desched.errors import UsageError
+from kubectl_desched.tables import plain_table
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 TEMPLATED = ("jsonpath=", "jsonpath-as-json=", "custom-columns=")
@@ -145,11 +146,9 @@ def columns(spec: str) -> list[tuple[str, Any]]:
 
 
 def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str:
-    from tabulate import tabulate  # here: the CLI imports this module, and tabulate is a third of its start
-
     cols = columns(spec)
     rows = [[",".join(_text(m.value) for m in path.find(item)) or "<none>" for _h, path in cols] for item in items]
-    return tabulate(rows, headers=[h for h, _p in cols] if headers else (), tablefmt="plain")
+    return plain_table(rows, [h for h, _p in cols] if headers else ())
 
 
 class LazyItems:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
+from kubectl_desched.tables import plain_table
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
 
@@ -48,8 +49,6 @@ def rows(registry: Registry) -> list[dict[str, Any]]:
 
 
 def table(found: list[dict[str, Any]], *, wide: bool) -> str:
-    from tabulate import tabulate  # here: every other command starts without it
-
     headers = ["NAME", "EXTENSION POINTS", "ORIGIN", "ARGS (DEFAULTS)"]
     cells = [[r["name"], ",".join(r["extensionPoints"]), r["origin"].split(" (entry point")[0],
               args_lines(r["flagDefaultArgs"], r["defaultArgs"])] for r in found]
@@ -59,7 +58,7 @@ def table(found: list[dict[str, Any]], *, wide: bool) -> str:
         widths.append(50)
         for row, r in zip(cells, found, strict=True):
             row.append(r["description"])
-    lines = tabulate(cells, headers=headers, tablefmt="plain", maxcolwidths=widths).splitlines()
+    lines = plain_table(cells, headers, maxcolwidths=widths).splitlines()
     out = lines[:2]
     for line in lines[2:]:  # a blank line between plugins: each one's args take several lines
         if not line.startswith(" "):

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import click
-from tabulate import tabulate
 
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
@@ -17,6 +16,7 @@ from kubectl_desched.output import LazyItems
 from kubectl_desched.output import sort_key as output_order
 from kubectl_desched.placement import Placement
 from kubectl_desched.quantity import fmt_pct, format_resource
+from kubectl_desched.tables import plain_table
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
@@ -90,7 +90,7 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
         if labels:
             row.append(",".join(f"{k}={v}" for k, v in sorted(p.labels.items())) or "<none>")
         rows.append(row)
-    table = tabulate(rows, headers=titles if headers else (), tablefmt="plain")
+    table = plain_table(rows, titles if headers else (), numeric=[titles.index("PRIORITY")] if wide else ())
     notes = [f"  [{number}] {', '.join(pods)}: {w}" for w, (number, pods) in marks.items()]
     return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
 
@@ -153,6 +153,7 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
                 headers: bool = True) -> tuple[str, int]:
     """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes."""
     shown, hidden = [], 0
+    measured = any(x["basis"] != "requests" for x in rows)  # then nodes shown by requests are marked
     for r in rows:
         classes = sorted(set(r["class"].values()))
         interesting = r["evictions"] or r.get("landing") or r.get("terminating") or \
@@ -161,7 +162,7 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             hidden += 1
             continue
         label = ",".join(classes) or "-"
-        mixed = r["basis"] == "requests" and any(x["basis"] != "requests" for x in rows)
+        mixed = measured and r["basis"] == "requests"
         cells = [r["name"] + ("*" if mixed else ""), paint(label, _CLASS_COLOR.get(label))]
         for res in RESOURCES:
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
@@ -174,7 +175,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             titles.pop(col)
             for row in shown:
                 row.pop(col)
-    return tabulate(shown, headers=titles if headers else (), tablefmt="plain"), hidden
+    counts = [i for i, t in enumerate(titles) if t in ("EVICT", "LAND", "TERMINATING")]
+    return plain_table(shown, titles if headers else (), numeric=counts), hidden
 
 
 def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:

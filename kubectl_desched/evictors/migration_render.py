@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from tabulate import tabulate
-
 from kubectl_desched.durations import format_duration
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.migration_jobs import MAX_BACKOFF_SECONDS, SCAVENGE_AFTER_TTL_SECONDS, JobTrack
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.tables import plain_table
 
 
 def phase_line(t: JobTrack) -> str:
@@ -69,4 +68,4 @@ SUMMARY_HEADERS = ["NAMESPACE", "POD", "JOB", "PHASE", "REASON", "MESSAGE", "DUR
 
 
 def summary_table(results: Sequence[EvictionResult], tracks: Mapping[int, JobTrack]) -> str:
-    return tabulate(summary_rows(results, tracks), headers=SUMMARY_HEADERS, tablefmt="plain")
+    return plain_table(summary_rows(results, tracks), SUMMARY_HEADERS)

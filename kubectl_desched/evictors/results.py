@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.tables import plain_table
 
 if TYPE_CHECKING:
     from kubectl_desched.render import Painter
@@ -22,4 +21,4 @@ def results_table(results: Sequence[EvictionResult], paint: Painter) -> str:
     rows = [[r.candidate.pod.namespace, r.candidate.pod.name, r.candidate.pod.node_name,
              paint(r.outcome, OUTCOME_COLOR.get(r.outcome, "red")), one_line(r.message, LINE_LIMIT)]
             for r in results]  # a message may quote the server: one printable line per row
-    return tabulate(rows, headers=["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"], tablefmt="plain")
+    return plain_table(rows, ["NAMESPACE", "POD", "NODE", "RESULT", "MESSAGE"])
