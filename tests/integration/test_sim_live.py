@@ -255,12 +255,16 @@ def test_two_operators_at_once_on_the_same_deployment(sim: SimCluster, sim_names
     for run, (out, err) in zip(runs, outs, strict=True):
         assert run.returncode == 0 and out, err  # "gone"/"terminating" (the other one was first) are fine outcomes
     docs = [json.loads(out) for out, _err in outs]
-    evicted = Counter(e["pod"] for d in docs for e in d["evictions"] if e["result"] == "evicted")
-    results = Counter(e["result"] for d in docs for e in d["evictions"])
+    # a run that reads once the other's evictions are under way may find nothing to do: then it plans and sends
+    # nothing, and its document has no evictions (the README: "evictions when something was sent")
+    assert all("evictions" in d or not d["candidates"] for d in docs), docs
+    sent = [d.get("evictions", []) for d in docs]
+    evicted = Counter(e["pod"] for moves in sent for e in moves if e["result"] == "evicted")
+    results = Counter(e["result"] for moves in sent for e in moves)
     with capsys.disabled():
-        for i, d in enumerate(docs, 1):
+        for i, moves in enumerate(sent, 1):
             sys.stdout.write(f"\noperator {i}: " + ", ".join(f"{e['pod'][-5:]} {e['result']} ({e['attempts']})"
-                                                            for e in d["evictions"]))
+                                                            for e in moves))
         sys.stdout.write(f"\nlowest ready web pods seen: {lowest['web']} (budget: 8 of 9)\n")
     assert set(results) <= {"evicted", "gone", "terminating", "conflict"}, results
     assert max(evicted.values()) == 1  # no pod evicted twice

@@ -176,3 +176,36 @@ def test_screen_is_only_for_real_terminals(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.setenv("KUBECTL_DESCHED_PROMPT", "lines")
     assert not selector.can_open(tty, tty)
+
+
+def test_a_long_list_draws_only_the_lines_around_the_cursor() -> None:
+    """The screen is handed one screenful, scrolled just enough to hold the cursor, and the group's header comes
+    back into view with its first pod."""
+    many = [cand(f"web-{i:02}", f"n{i // 10}") for i in range(30)]  # 3 nodes, 10 pods each: 33 lines
+    screen = selector.Screen(Selection(many))
+    shown, at = screen.window(5)
+    assert [ln.text for ln in shown][:2] == ["node n0  (10/10 chosen)", "  [x] shop/web-00  LowNodeUtilization"]
+    assert at == 1
+    screen.move(12)  # web-12: line 14 (two headers above it)
+    shown, at = screen.window(5)
+    assert len(shown) == 5 and shown[at] is screen.current() and at == 4  # scrolled down by as little as needed
+    assert screen.current().row.candidate.pod.name == "web-12"  # type: ignore[union-attr]
+    screen.move(-2)  # web-10, still in view: nothing scrolls
+    shown, at = screen.window(5)
+    assert at == 2 and shown[1].text == "node n1  (10/10 chosen)" and shown[at] is screen.current()
+    screen.move(-1)  # web-09, the top line
+    assert screen.window(5)[1] == 0
+    screen.move(-9)  # web-00, above the window and first of its group: the window starts at its header
+    shown, at = screen.window(5)
+    assert at == 1 and shown[0].text == "node n0  (10/10 chosen)" and shown[at] is screen.current()
+    screen.move(100)  # the last pod: the window ends with the list
+    shown, at = screen.window(5)
+    assert shown[-1] is screen.lines[-1] and shown[at] is screen.current()
+    shown, at = screen.window(50)  # taller than the list: all of it
+    assert shown == screen.lines and shown[at] is screen.current()
+
+
+def test_a_header_counts_its_whole_group_while_a_filter_hides_some() -> None:
+    s = Selection(plan())
+    s.filter = "web"
+    assert "node n1  (2/2 chosen)" in [ln.text for ln in s.lines() if ln.row is None]  # db-1 hidden, counted
