@@ -53,7 +53,7 @@ class Screen:
     def window(self, height: int) -> tuple[list[Line], int]:
         """The lines a list `height` lines tall shows, scrolled just enough to hold the cursor (with its group's
         header when the cursor is on the group's first pod), and the cursor's row among them. Only these are
-        drawn: a plan of 31,000 pods has 33,000 lines, and drawing them all took a second a key."""
+        drawn: a plan of 31,000 pods has 33,000 lines, and laying them all out took 0.14-0.23 s a key."""
         pods = self._pods
         at = pods[self.cursor] if pods else 0
         height = max(1, height)
