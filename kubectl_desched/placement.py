@@ -115,8 +115,10 @@ class _Cluster:
         # are the only pods scored): what the default topology spread scoring counts.
         self._spread = {w for w in map(workload_of, evicted) if w is not None}
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
-        # The same per topology domain, for the default spreading's keys: built on first use, then kept current.
-        self._owned_in: dict[tuple[tuple[str, str, str], str], dict[str, int]] = {}
+        # Each node's values of the default spreading's keys (None where unlabelled), which never change.
+        self.spread_values = {n.name: tuple(n.labels.get(key) for key, _skew in DEFAULT_SPREAD) for n in self.nodes}
+        # The workload's pods per value of the default spreading's key i: built on first use, then kept current.
+        self._owned_in: dict[tuple[tuple[str, str, str], int], dict[str, int]] = {}
         self._residents = [p for p in state.pods if id(p) not in gone and not p.is_terminal and p.node_name
                            and p.node_name in self.used]
         for p in self._residents:
@@ -127,10 +129,8 @@ class _Cluster:
         self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str]]]] = defaultdict(list)  # by namespace
         self._domain_values: dict[tuple[int, str], set[str]] = {}
         self._eligible: dict[str, list[Node]] = {}
-        # What scoring reads of a node and never changes: its cpu and memory allocatable, and its values of the
-        # default spreading's keys.
+        # What scoring reads of a node and never changes: its cpu and memory allocatable.
         self.caps = {n.name: (n.allocatable.get("cpu", 0.0), n.allocatable.get("memory", 0.0)) for n in self.nodes}
-        self.spread_values = {n.name: tuple(n.labels.get(key) for key, _skew in DEFAULT_SPREAD) for n in self.nodes}
         self._room = {n.name: self._free(n) for n in self.nodes}
         # The nodes each static key allows (pools, taints), emptiest first, as (-room, name): a replacement walks
         # only the nodes it may use. Keys with the same nodes share one order (replicas share their key, and most
@@ -190,9 +190,8 @@ class _Cluster:
         if w is not None and not pod.terminating and w in self._spread:
             owned = self.owned[w]
             owned[node] = owned.get(node, 0) + 1
-            for key, _skew in DEFAULT_SPREAD:
-                counts = self._owned_in.get((w, key))
-                domain = self.nodes_by_name[node].labels.get(key) if counts is not None else None
+            for i, domain in enumerate(self.spread_values[node]):
+                counts = self._owned_in.get((w, i))
                 if counts is not None and domain is not None:
                     counts[domain] = counts.get(domain, 0) + 1
         if self._by_ns is None and not anti:
@@ -216,17 +215,16 @@ class _Cluster:
             self._by_ns = by_ns
         return self._by_ns
 
-    def owned_in(self, w: tuple[str, str, str], key: str) -> dict[str, int]:
-        """The workload's running pods per value of the node label `key`."""
-        counts = self._owned_in.get((w, key))
+    def owned_in(self, w: tuple[str, str, str], i: int) -> dict[str, int]:
+        """The workload's running pods per value of the default spreading's key i (DEFAULT_SPREAD)."""
+        counts = self._owned_in.get((w, i))
         if counts is None:
             counts = {}
-            labels = self.nodes_by_name
-            for node, k in self.owned.get(w, {}).items():
-                domain = labels[node].labels.get(key) if node in labels else None
+            for node, k in self.owned.get(w, {}).items():  # nodes of this cluster: residents' and landings'
+                domain = self.spread_values[node][i]
                 if domain is not None:
                     counts[domain] = counts.get(domain, 0) + k
-            self._owned_in[(w, key)] = counts
+            self._owned_in[(w, i)] = counts
         return counts
 
     def domain_counts(self, raw: Mapping[str, Any], key: str, namespaces: tuple[str, ...],
@@ -462,13 +460,13 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
         return []
     values = [cl.spread_values[n.name] for n in feasible]
     raw: list[float | None] = [None] * len(feasible)  # None: the node has none of the keys
-    for i, (key, skew) in enumerate(DEFAULT_SPREAD):
+    for i, (_key, skew) in enumerate(DEFAULT_SPREAD):
         domains = {v[i] for v in values}
         domains.discard(None)
         if not domains:
             continue
         weight = math.log(len(domains) + 2)
-        count = cl.owned_in(w, key).get
+        count = cl.owned_in(w, i).get
         for j, v in enumerate(values):
             if (domain := v[i]) is not None:
                 raw[j] = (raw[j] or 0.0) + count(domain, 0) * weight + (skew - 1)
