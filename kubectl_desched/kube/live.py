@@ -487,10 +487,12 @@ def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[st
 
 @cycle_collector_paused()
 def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lambda _m: None,
-              kinds: set[str] | frozenset[str] = frozenset()) -> ClusterState | None:
+              kinds: set[str] | frozenset[str] = frozenset(),
+              in_scope: Callable[[Any], bool] = lambda _pod: True) -> ClusterState | None:
     """`explain node`'s quick read: that node, its pods (field selector spec.nodeName) and the cluster-wide
-    settings (the PDBs of its pods' namespaces, the extra kinds), none of the other nodes' pods. None when the
-    node does not exist."""
+    settings (the PDBs of the namespaces of its pods in_scope, the extra kinds), none of the other nodes' pods.
+    A pod out of scope is never a candidate, so no PDB of its namespace is consulted. None when the node does not
+    exist."""
     what = f"reading node {name}"
     try:
         try:
@@ -507,7 +509,7 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
             if e.status == 404:
                 return None
             raise
-        pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods})  # a PDB covers pods of its namespace only
+        pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods if in_scope(p)})  # a PDB covers its namespace only
         extra = _read_extras(conn, kinds, warn)
     except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None

@@ -4,18 +4,21 @@ estimated (LowNodeUtilization's class) or listed as not evaluated."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from kubectl_desched import cli
+from kubectl_desched import app, cli
 from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
 from kubectl_desched.explain import explain_node_doc, explain_node_text
 from kubectl_desched.framework.runner import Scope, needs_whole_cluster, run
+from kubectl_desched.kube import live
 from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.policy import Policy
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.unit.test_hostile_server import PDBS, PODS, FakeAPI, _conn, run_main
 
 LOCAL = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts", "RemovePodsViolatingNodeTaints"]
 NEED_OTHER_NODES = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity", "RemoveDuplicates",
@@ -150,3 +153,29 @@ def test_high_node_utilization_estimate_marks_the_pods_of_an_under_utilized_node
     _, busy = _docs(policy, "busy")
     assert busy["plugins"][0]["class"] == "appropriately utilized"
     assert "maybe" not in {v for v, _ in _verdicts(busy).values()}
+
+
+@pytest.mark.parametrize(("scope", "asked", "ops_verdict"), [
+    (["-n", "shop"], ["shop"], ("keep", "protected: namespace ops not in scope (-n shop)")),
+    (["-A"], ["ops", "shop"], ("evict", "RemovePodsViolatingNodeTaints")),
+])
+def test_the_quick_read_asks_for_the_pdbs_of_namespaces_in_scope_only(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any,
+        scope: list[str], asked: list[str], ops_verdict: tuple[str, str]) -> None:
+    """A pod out of scope is never a candidate, so its namespace's PDBs are never consulted: at 150,000 pods a
+    node's pods span some 100 namespaces, each a request. In scope, the PDBs still decide verdicts."""
+    server = FakeAPI()
+    server.lists[PODS].append(b.pod("agent", "n1", namespace="ops", labels={"app": "agent"}))
+    server.lists[PDBS] = [b.pdb("web", {}, namespace="shop", allowed=5),
+                          b.pdb("agent", {"app": "agent"}, namespace="ops", allowed=1)]
+    monkeypatch.setattr(live, "request_raw", server)
+    monkeypatch.setattr(app.loading, "connect", lambda _opts: _conn())
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(monkeypatch, capsys, "explain", "node", "n1", *scope, "--ignore-pods-without-pdb",
+                              "--plugin", "RemovePodsViolatingNodeTaints", "-o", "json")
+    assert code == 0, err
+    pdb_reads = sorted(p.split("/")[5] for m, p in server.calls if p.endswith("/poddisruptionbudgets"))
+    assert pdb_reads == asked
+    verdicts = {p["pod"]: (p["verdict"], p["why"]) for p in json.loads(out)["pods"]}
+    assert verdicts["web-0"][0] == verdicts["web-1"][0] == "evict"  # their PDB was read: not "no PDB covers it"
+    assert verdicts["agent"][0] == ops_verdict[0] and verdicts["agent"][1].startswith(ops_verdict[1])

@@ -243,7 +243,7 @@ def test_explain_node_quick_read_of_a_broken_answer(monkeypatch: pytest.MonkeyPa
                                                     capsys: pytest.CaptureFixture[str], fake: FakeAPI,
                                                     path: str, name: str, body: bytes, fragment: str) -> None:
     fake.broken[path] = body
-    code, _out, err = run_main(monkeypatch, capsys, "explain", "node", "n1", "--plugin",
+    code, _out, err = run_main(monkeypatch, capsys, "explain", "node", "n1", "-n", "shop", "--plugin",
                                "RemovePodsViolatingNodeTaints")
     assert code == 1
     assert_one_error_line(err, f"reading node n1: the answer to GET {path} ", fragment)

@@ -265,6 +265,23 @@ def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch
     assert live.read_node(_conn(), "nope") is None
 
 
+def test_read_node_reads_the_pdbs_of_the_namespaces_in_scope_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = _objects()
+    pods += [b.pod("shop-1", "n1", namespace="shop"), b.pod("ops-1", "n1", namespace="ops")]
+    server = FakeServer(nodes, pods)
+    server.lists["/apis/policy/v1/poddisruptionbudgets"] = [
+        b.pdb("web", {"app": "web"}), b.pdb("cart", {"app": "cart"}, namespace="shop"),
+        b.pdb("agent", {"app": "agent"}, namespace="ops")]
+    monkeypatch.setattr(live, "request_raw", server)
+    state = live.read_node(_conn(), "n1", in_scope=lambda pod: pod.namespace != "ops")
+    assert state is not None and sorted(p.name for p in state.pods) == ["ops-1", "p1", "p4", "shop-1"]  # every pod
+    assert sorted(x.name for x in state.pdbs) == ["cart", "web"]
+    assert not [path for path, _q in server.calls if "/namespaces/ops/" in path]  # not even asked for
+    server.calls.clear()
+    state = live.read_node(_conn(), "n1", in_scope=lambda _pod: False)
+    assert state is not None and state.pdbs == [] and not [p for p, _q in server.calls if "poddisruption" in p]
+
+
 def test_nodes_and_pdbs_are_read_beside_the_pods(monkeypatch: pytest.MonkeyPatch) -> None:
     """The nodes and the PDBs are answered only once the pods' last page was asked for: read one after the other,
     this would wait (and fail on the timeout)."""
