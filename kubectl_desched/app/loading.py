@@ -55,15 +55,17 @@ class Loaded:
 
 
 class _Progress:
-    """`reading pods: 12,000` on a terminal's stderr; silent otherwise."""
+    """`reading pods: 12,000 of 150,000` on a terminal's stderr (the total as the list's first page gives it);
+    silent otherwise."""
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()
         self.shown = False
 
-    def __call__(self, label: str, count: int) -> None:
+    def __call__(self, label: str, count: int, total: int | None = None) -> None:
         if self.enabled:
-            sys.stderr.write(f"\rreading {label}: {count:,}   ")
+            of = f" of {total:,}" if total and total >= count else ""
+            sys.stderr.write(f"\rreading {label}: {count:,}{of}   ")
             sys.stderr.flush()
             self.shown = True
 

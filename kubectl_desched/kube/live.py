@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from kubectl_desched.kube.config import Connection, Timeout  # it imports the kubernetes client
 
-Progress = Callable[[str, int], None]
+Progress = Callable[[str, int, int | None], None]  # label, items read, all of them when the server says
 PageParser = Callable[[bytes, str], tuple[list[Any], str]]
 
 
@@ -219,6 +219,17 @@ _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
 AHEAD = 2  # pages being fetched or held beyond the one being parsed: 2 x 3.6 MB at 500 pods a page
 
 
+_REMAINING = re.compile(rb'"remainingItemCount"\s*:\s*([0-9]{1,15})\b')
+
+
+def remaining_items(head: bytes) -> int | None:
+    """How many items a list's first page says are left after it (metadata.remainingItemCount, before the
+    items); None when it does not say (the last page, a field selector, an old server)."""
+    items = head.find(b'"items"')
+    found = _REMAINING.search(head, 0, items) if items >= 0 else None
+    return int(found.group(1)) if found else None
+
+
 def next_token(head: bytes) -> str | None:
     """The continue token a list's first bytes name: "" when its metadata, before the items, has none (the last
     page), None when they do not say (no metadata before the items within them). Only the metadata is searched:
@@ -262,18 +273,22 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
         return raw
 
     seen = 0
+    total: int | None = None
     pool = ThreadPoolExecutor(max_workers=AHEAD + 2, thread_name_prefix="list")
     pages = readahead.ReadAhead(pool, fetch, AHEAD)
     try:
         page: readahead.Page | None = pages.first()
         while page is not None:
             raw = pages.take(page)
+            left = remaining_items(raw[:PEEK]) if not seen and raw else None
             items, cont = parse(raw, path) if raw else ([], "")
             del raw
             page = pages.follow(page, cont)
+            if left is not None and not seen:
+                total = len(items) + left  # the list is read at the first page's resourceVersion
             seen += len(items)
             if progress:
-                progress(label, seen)
+                progress(label, seen, total)
             yield items
     finally:  # done, stopped or failed: nothing more is asked for, and what is on its way is not waited for
         pages.close()

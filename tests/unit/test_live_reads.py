@@ -60,7 +60,9 @@ class FakeServer:
         size = min(int(q["limit"]), 2) if "limit" in q else max(len(items), 1)  # pages of 2 stand for 500
         page = items[start:start + size]
         nxt = start + size if start + size < len(items) else None
-        meta = {"resourceVersion": "7", "continue": f"{nxt:04d}" if nxt else ""}
+        meta: dict[str, Any] = {"resourceVersion": "7", "continue": f"{nxt:04d}" if nxt else ""}
+        if nxt and "fieldSelector" not in q:  # as the apiserver: not on the last page, nor under a selector
+            meta["remainingItemCount"] = len(items) - nxt
         doc = {"items": page, "metadata": meta} if self.metadata_last else {"metadata": meta, "items": page}
         return json.dumps(doc).encode()
 
@@ -247,6 +249,30 @@ def test_a_guess_the_parse_contradicts_is_dropped_with_what_it_started(monkeypat
     assert [a for a in asked if a != "0003" and a != "0005"] == [None, "0002", "0004", "0006"]
 
 
+def test_progress_counts_the_items_read_and_all_of_them_as_the_first_page_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer(*_objects())
+    monkeypatch.setattr(live, "request_raw", server)
+    told: list[tuple[str, int, int | None]] = []
+    live.read_cluster(_conn(), progress=lambda label, n, total: told.append((label, n, total)))
+    assert told == [("pods", 2, 7), ("pods", 4, 7), ("pods", 6, 7), ("pods", 7, 7)]
+    told.clear()
+    live.read_cluster(_conn(), node_names=["n0"], progress=lambda label, n, total: told.append((label, n, total)))
+    assert told == [("pods", 2, None), ("pods", 3, None)]  # a field selector's list gives no count
+
+
+@pytest.mark.parametrize(("head", "left"), [
+    (b'{"kind":"PodList","metadata":{"continue":"x","remainingItemCount":149500},"items":[', 149500),
+    (b'{"metadata": {"remainingItemCount" : 3}, "items": [', 3),
+    (b'{"metadata":{"continue":""},"items":[{"metadata":{"remainingItemCount":5}}', None),  # an item's, not the list's
+    (b'{"metadata":{"remainingItemCount":-1},"items":[', None),
+    (b'{"metadata":{"remainingItemCount":12', None),  # the items not within the first bytes
+    (b"", None),
+])
+def test_remaining_items_is_read_from_the_list_metadata_only(head: bytes, left: int | None) -> None:
+    assert live.remaining_items(head) == left
+
+
 def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch: pytest.MonkeyPatch) -> None:
     nodes, pods = _objects()
     pods.append(b.pod("shop-1", "n1", namespace="shop"))
@@ -341,3 +367,28 @@ def test_an_interrupt_during_the_pod_read_does_not_wait_for_the_nodes(monkeypatc
         assert time.monotonic() - began < 5
     finally:
         release.set()
+
+
+def test_the_progress_line_on_a_terminal_says_of_how_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from kubectl_desched.app.loading import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr("sys.stderr", err)
+    progress = _Progress()
+    progress("pods", 12_000, 150_000)
+    progress("pods", 12_500, None)  # a list that gave no count
+    progress("pods", 13_000, 12_900)  # a count the server got wrong is not shown
+    progress.done()
+    assert err.getvalue() == ("\rreading pods: 12,000 of 150,000   \rreading pods: 12,500   "
+                              "\rreading pods: 13,000   \r\x1b[K")
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: nothing
+    quiet = _Progress()
+    quiet("pods", 1, 2)
+    quiet.done()
+    assert not quiet.shown
