@@ -216,10 +216,8 @@ class ListExpired(Exception):
 # The apiserver writes a list's metadata before its items, so the next page's token is in the first bytes.
 PEEK = 4096
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9+/=_-]+)"')
-AHEAD = 2  # pages being fetched or held beyond the one being parsed: 2 x 3.6 MB at 500 pods a page
-
-
 _REMAINING = re.compile(rb'"remainingItemCount"\s*:\s*([0-9]{1,15})\b')
+AHEAD = 2  # pages being fetched or held beyond the one being parsed: 2 x 3.6 MB at 500 pods a page
 
 
 def remaining_items(head: bytes) -> int | None:
