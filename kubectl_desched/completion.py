@@ -44,13 +44,11 @@ def _names(path: Callable[[Any, click.Context], str]) -> Callable[[click.Context
     any failure."""
     def complete(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
         try:
-            from kubectl_desched.kube.live import decode_json, request_raw
+            from kubectl_desched.kube.live import request_json
 
             conn = _access(ctx)
-            where = path(conn, ctx)
-            data = request_raw(conn, "GET", where, query=[("includeObject", "None")], accept=TABLE,
-                               timeout=(TIMEOUT, TIMEOUT))
-            found = listed_names(decode_json(data, "GET", where))
+            found = listed_names(request_json(conn, "GET", path(conn, ctx), query=[("includeObject", "None")],
+                                              accept=TABLE, timeout=(TIMEOUT, TIMEOUT)))
         except Exception:  # completion must never print a traceback into the user's shell
             return []
         last = incomplete.rsplit(",", 1)

@@ -163,12 +163,12 @@ def _short(e: object) -> str:
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None, timeout: Timeout = None) -> Any:
+                 body: Any = None, timeout: Timeout = None, accept: str = "application/json") -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
     JSON object. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException; a 2xx body
     that is not a JSON object raises NotJSON. `timeout` replaces the connection's (--request-timeout) for this
     call."""
-    data = request_raw(conn, method, path, query=query, body=body, timeout=timeout)
+    data = request_raw(conn, method, path, query=query, body=body, timeout=timeout, accept=accept)
     return decode_json(data, method, path) if data else None
 
 
