@@ -62,7 +62,7 @@ class _Progress:
         self.enabled = sys.stderr.isatty()
         self.shown = False
 
-    def __call__(self, label: str, count: int, total: int | None = None) -> None:
+    def __call__(self, label: str, count: int, total: int | None) -> None:
         if self.enabled:
             of = f" of {total:,}" if total and total >= count else ""
             sys.stderr.write(f"\rreading {label}: {count:,}{of}   ")

@@ -282,7 +282,7 @@ def list_pages(conn: Connection, path: str, *, field_selector: str | None = None
             items, cont = parse(raw, path) if raw else ([], "")
             del raw
             page = pages.follow(page, cont)
-            if left is not None and not seen:
+            if left is not None:
                 total = len(items) + left  # the list is read at the first page's resourceVersion
             seen += len(items)
             if progress:
