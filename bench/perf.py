@@ -15,6 +15,8 @@ and runs each command below once per round, for --runs rounds, in a rotating ord
   explain node              kubectl-desched explain node NODE (the busiest over-utilized node)
   version, completion       kubectl-desched version; __complete balance --no- (what TAB runs)
   json.load, run --from-file   json.load of the saved JSON snapshot; run --from-file on it with the same policy
+  decode                    the tool's decoding of every pod page, held in memory: alone, then while the server
+                            sends a floor read to another process (what the machine's sharing costs the client)
   link: ...                 the floors and balance again through bench/linkproxy.py (default 100 Mbit/s, 20 ms RTT)
 
 Each command runs as a child of a small timer process: wall time, client CPU (user + system of the child) and peak
@@ -173,6 +175,83 @@ def floor(kubeconfig: Path, media: str, gzip: bool, path: str = "/api/v1/pods") 
         if not cont:
             return {"pages": pages, "wire_bytes": wire, "bytes": body}
 
+
+
+DECODE_ALONE, DECODE_BESIDE = "decode: pages in memory", "decode: beside a floor read"
+
+
+def fetch_pages(kubeconfig: Path, path: str = "/api/v1/pods") -> list[bytes]:
+    """Every page of the paginated LIST, uncompressed, kept in memory."""
+    connection, headers = _floor_target(kubeconfig, "json", False)
+    conn = connection()
+    pages: list[bytes] = []
+    cont = ""
+    while True:
+        resp, _ = _floor_get(conn, path, cont, headers)
+        pages.append(resp.read())
+        cont = json_continue(pages[-1][:8192])
+        if not cont:
+            return pages
+
+
+def decode_cpu(pages: list[bytes], parse: Callable[[bytes, str], tuple[list[Any], str]]) -> tuple[float, float, int]:
+    """(wall, CPU seconds of this thread, objects) to turn every page into the model as the tool's read does:
+    the cycle collector paused, every object kept until the last page is done."""
+    from kubectl_desched import model  # the measured build's, from the python running `perf.py decode`
+
+    kept: list[Any] = []
+    with model.cycle_collector_paused():
+        began, cpu = time.perf_counter(), time.thread_time()
+        for page in pages:
+            kept += parse(page, "/api/v1/pods")[0]
+        done = time.perf_counter() - began, time.thread_time() - cpu
+    return done[0], done[1], len(kept)
+
+
+def decode_contention(kubeconfig: Path) -> dict[str, Any]:
+    """The same decoding twice: alone, then while the apiserver sends read-ahead gzip floors (the tool's way of
+    asking), one after another, to another process. On a machine that runs the server beside the client, the
+    second figure is what a live read's decoding costs; their ratio is the machine's share of the client's CPU,
+    not the tool's."""
+    from kubectl_desched.kube.live import typed_page
+
+    pages = fetch_pages(kubeconfig)
+    parse = typed_page("Pod")
+    alone = decode_cpu(pages, parse)
+    with tempfile.TemporaryFile() as err:
+        floor_read = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "floor", "--kubeconfig",
+                                       str(kubeconfig), "--gzip", "--ahead", str(READ_AHEAD), "--again"],
+                                      stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            time.sleep(1.0)  # its first pages are on their way
+            beside = decode_cpu(pages, parse)
+            failed = floor_read.poll() is not None
+        finally:
+            floor_read.kill()
+            floor_read.wait()
+        if failed:
+            err.seek(0)
+            why = one_line(err.read().decode(errors="replace")[-300:])
+            raise RuntimeError(f"the floor read beside the decoding failed: {why}")
+    return {"pages": len(pages), "objects": alone[2], "bytes": sum(map(len, pages)),
+            "alone": {"seconds": alone[0], "cpu": alone[1]}, "beside": {"seconds": beside[0], "cpu": beside[1]}}
+
+
+def decode_samples(python: Path, kubeconfig: Path) -> dict[str, Sample]:
+    """`perf.py decode` run by the measured build's python: its two figures as samples (peak RSS: the process's,
+    all pages held)."""
+    with tempfile.TemporaryFile() as err:
+        code = subprocess.run([sys.executable, "-c", _TIMER, str(python), str(Path(__file__).resolve()), "decode",
+                               "--kubeconfig", str(kubeconfig)], stdout=subprocess.DEVNULL, stderr=err).returncode
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    found = next((json.loads(line[8:]) for line in text.splitlines() if line.startswith("@decode ")), None)
+    if code != 0 or found is None:
+        raise RuntimeError(f"perf.py decode exited {code}: {text[-2000:]}")
+    rss = int(text.rstrip().rsplit("\n", 1)[-1].split()[3])
+    info = {k: found[k] for k in ("pages", "objects")}
+    return {name: Sample(found[key]["seconds"], found[key]["cpu"], rss, info)
+            for name, key in ((DECODE_ALONE, "alone"), (DECODE_BESIDE, "beside"))}
 
 FLOOR_AHEAD = "floor json read ahead"
 READ_AHEAD = 2  # as kube/live.py's AHEAD
@@ -633,6 +712,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         if other and "tool" not in args.skip:
             steps += [cmd(f"{COMPARED} balance", other_balance), cmd(f"{COMPARED} balance: read only", other_read),
                       cmd(f"{COMPARED} explain node", [other, "explain", "node", node])]
+        if "decode" not in args.skip:  # what the server's work beside it costs the client's decoding
+            python = Path(exe).with_name("python")
+            steps.append(Step("decode", lambda: decode_samples(python, cluster.kubeconfig), live=False))
         if "start" not in args.skip:
             steps += [Step("version", lambda: {"version": measure([exe, "version"], env)}, live=False),
                       Step("completion", lambda: {"completion": measure([exe, "__complete", "balance", "--no-"],
@@ -703,6 +785,7 @@ ROWS: list[tuple[str, str | None]] = [
     ("balance", "floor json"), ("balance: read only", "floor json"),
     ("balance --disable-compression", "floor json"), ("explain node", None), ("version", None), ("completion", None),
     ("json.load", None), ("run --from-file", "json.load"),
+    (DECODE_ALONE, None), (DECODE_BESIDE, DECODE_ALONE),
     ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),
     ("link: floor json", "link: floor json gzip"), ("link: floor json read ahead gzip", "link: floor json gzip"),
     ("link: balance", "link: floor json gzip"),
@@ -746,10 +829,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument("--media", choices=("json", "protobuf"), default="json")
         ap.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=False)
         ap.add_argument("--ahead", type=int, default=0, help="read ahead as the tool does, N pages at once")
+        ap.add_argument("--again", action="store_true", help="read again and again until stopped (a load)")
         a = ap.parse_args(argv[1:])
-        found = floor_ahead(a.kubeconfig, a.gzip, a.ahead, media=a.media) if a.ahead else \
-            floor(a.kubeconfig, a.media, a.gzip)
+        while True:
+            found = floor_ahead(a.kubeconfig, a.gzip, a.ahead, media=a.media) if a.ahead else \
+                floor(a.kubeconfig, a.media, a.gzip)
+            if not a.again:
+                break
         print("@floor " + json.dumps(found), file=sys.stderr)
+        return 0
+    if argv[:1] == ["decode"]:
+        ap = argparse.ArgumentParser(prog="perf.py decode", description="the tool's page decoding, alone and beside "
+                                     "a floor read (run by the python of the build to measure)")
+        ap.add_argument("--kubeconfig", type=Path, required=True)
+        print("@decode " + json.dumps(decode_contention(ap.parse_args(argv[1:]).kubeconfig)), file=sys.stderr)
         return 0
     sys.path.insert(0, str(HERE))  # apiload, clustergen
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
@@ -759,8 +852,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, help="instead of --scale")
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")
     ap.add_argument("--skip", default="", help="comma-separated: floors, tool, uncompressed (balance with "
-                    "--disable-compression), start, descheduler, snapshot, link, link-json (the uncompressed JSON "
-                    "floor over the link)")
+                    "--disable-compression), decode, start, descheduler, snapshot, link, link-json (the "
+                    "uncompressed JSON floor over the link)")
     ap.add_argument("--mbit", type=float, default=100.0, help="the link's bandwidth (default 100 Mbit/s)")
     ap.add_argument("--rtt-ms", type=float, default=20.0, help="the link's round-trip time (default 20 ms)")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache/kubectl-desched/bench",

@@ -7,13 +7,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+
+from tests import builders
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -120,3 +124,51 @@ def test_the_relay_passes_bytes_unchanged_and_holds_them_to_its_bandwidth() -> N
     got_up, got_down, took = asyncio.run(_through_the_proxy(50.0, up, down))
     assert got_up == up and got_down == down
     assert took >= (len(up) + len(down)) * 8 / 50e6 * 0.5  # at 50 Mbit/s: 1.55 MB take 0.25 s; up and down overlap
+
+
+def _pod_page(pods: list[dict], cont: str) -> bytes:
+    return json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {"continue": cont}, "items": pods}).encode()
+
+
+def test_decode_figure_decodes_every_page_and_keeps_every_pod() -> None:
+    """The decode rows time the tool's own page parser over every page: a page it cannot take typed (a null
+    where a list belongs) is still read, the slow way, and counted."""
+    from kubectl_desched.kube.live import typed_page
+
+    first = [builders.pod(f"a{i}", "n1") for i in range(30)]
+    slow = builders.pod("b0", "n2")
+    slow["spec"]["tolerations"] = None
+    pages = [_pod_page(first, "next"), _pod_page([slow, builders.pod("b1", "n2")], "")]
+    seen: list[int] = []
+
+    def parse(data: bytes, path: str) -> tuple[list[Any], str]:
+        items, cont = typed_page("Pod")(data, path)
+        seen.append(len(items))
+        return items, cont
+
+    wall, cpu, objects = perf.decode_cpu(pages, parse)
+    assert (seen, objects) == ([30, 2], 32)
+    assert wall > 0 and cpu > 0
+    with pytest.raises(ValueError):  # a page that is no list is not timed as if it were
+        perf.decode_cpu([b'{"kind":"PodList","items":{}}'], typed_page("Pod"))
+
+
+def _fake_python(tmp_path: Path, stderr: str, code: int) -> Path:
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nprintf '%s' '{stderr}' >&2\nexit {code}\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_decode_samples_are_the_alone_and_beside_figures(tmp_path: Path) -> None:
+    line = ('@decode {"pages": 3, "objects": 1500, "bytes": 9, "alone": {"seconds": 6.5, "cpu": 6.25}, '
+            '"beside": {"seconds": 10.5, "cpu": 10.25}}')
+    found = perf.decode_samples(_fake_python(tmp_path, line + "\n", 0), tmp_path / "kubeconfig")
+    assert {k: (s.seconds, s.cpu, s.info) for k, s in found.items()} == {
+        perf.DECODE_ALONE: (6.5, 6.25, {"pages": 3, "objects": 1500}),
+        perf.DECODE_BESIDE: (10.5, 10.25, {"pages": 3, "objects": 1500})}
+    assert all(s.rss > 0 for s in found.values())  # the timer's: the process's peak
+    with pytest.raises(RuntimeError, match="exited 1"):
+        perf.decode_samples(_fake_python(tmp_path, line + "\n", 1), tmp_path / "kubeconfig")
+    with pytest.raises(RuntimeError, match="exited 0"):  # no figure printed: no row
+        perf.decode_samples(_fake_python(tmp_path, "nothing\n", 0), tmp_path / "kubeconfig")
