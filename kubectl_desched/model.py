@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from kubectl_desched import shapes, wire
+from kubectl_desched import collector, shapes, wire
 from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.quantity import resource_value
 from kubectl_desched.sanitize import short
@@ -229,7 +229,7 @@ def cycle_collector_paused() -> Iterator[None]:
     again as they pile up. They are frozen when done (gc.freeze): the state lives as long as the command, and
     otherwise the first collection after this scans them all (2 s of a 10 s run at 37,500 pods). Frozen objects
     are still freed by reference counting."""
-    enabled = gc.isenabled()
+    enabled = gc.isenabled() or collector.end_start_pause()  # the first read ends the pause of starting
     gc.disable()
     try:
         yield
