@@ -176,7 +176,6 @@ def floor(kubeconfig: Path, media: str, gzip: bool, path: str = "/api/v1/pods") 
             return {"pages": pages, "wire_bytes": wire, "bytes": body}
 
 
-
 DECODE_ALONE, DECODE_BESIDE = "decode: pages in memory", "decode: beside a floor read"
 
 
@@ -252,6 +251,7 @@ def decode_samples(python: Path, kubeconfig: Path) -> dict[str, Sample]:
     info = {k: found[k] for k in ("pages", "objects")}
     return {name: Sample(found[key]["seconds"], found[key]["cpu"], rss, info)
             for name, key in ((DECODE_ALONE, "alone"), (DECODE_BESIDE, "beside"))}
+
 
 FLOOR_AHEAD = "floor json read ahead"
 READ_AHEAD = 2  # as kube/live.py's AHEAD
