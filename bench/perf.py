@@ -239,17 +239,13 @@ def decode_contention(kubeconfig: Path) -> dict[str, Any]:
 def decode_samples(python: Path, kubeconfig: Path) -> dict[str, Sample]:
     """`perf.py decode` run by the measured build's python: its two figures as samples (peak RSS: the process's,
     all pages held)."""
-    with tempfile.TemporaryFile() as err:
-        code = subprocess.run([sys.executable, "-c", _TIMER, str(python), str(Path(__file__).resolve()), "decode",
-                               "--kubeconfig", str(kubeconfig)], stdout=subprocess.DEVNULL, stderr=err).returncode
-        err.seek(0)
-        text = err.read().decode(errors="replace")
-    found = next((json.loads(line[8:]) for line in text.splitlines() if line.startswith("@decode ")), None)
-    if code != 0 or found is None:
-        raise RuntimeError(f"perf.py decode exited {code}: {text[-2000:]}")
-    rss = int(text.rstrip().rsplit("\n", 1)[-1].split()[3])
+    run = measure([str(python), str(Path(__file__).resolve()), "decode", "--kubeconfig", str(kubeconfig)],
+                  report="@decode")
+    found = run.info
+    if not found:
+        raise RuntimeError("perf.py decode exited 0 without its @decode figures")
     info = {k: found[k] for k in ("pages", "objects")}
-    return {name: Sample(found[key]["seconds"], found[key]["cpu"], rss, info)
+    return {name: Sample(found[key]["seconds"], found[key]["cpu"], run.rss, info)
             for name, key in ((DECODE_ALONE, "alone"), (DECODE_BESIDE, "beside"))}
 
 
@@ -342,9 +338,9 @@ class Sample:
     info: dict[str, Any] = field(default_factory=dict)  # what the command reported (pages, bytes, cycles ...)
 
 
-def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
-    """One run of a command; stdout goes to /dev/null, as in `> /dev/null`. A `@floor {...}` line on its stderr
-    is kept as the sample's info."""
+def measure(cmd: Sequence[str], env: dict[str, str] | None = None, report: str = "@floor") -> Sample:
+    """One run of a command; stdout goes to /dev/null, as in `> /dev/null`. A `@floor {...}` line (or the
+    `report` given) on its stderr is kept as the sample's info."""
     with tempfile.TemporaryFile() as err:
         code = subprocess.run([sys.executable, "-c", _TIMER, *cmd], stdout=subprocess.DEVNULL, stderr=err,
                               env=env).returncode
@@ -353,8 +349,8 @@ def measure(cmd: Sequence[str], env: dict[str, str] | None = None) -> Sample:
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {code}: {text[-2000:]}")
     seconds, cpu, rss = text.rstrip().rsplit("\n", 1)[-1].split()[1:]
-    info: dict[str, Any] = next((json.loads(line[7:]) for line in text.splitlines() if line.startswith("@floor ")),
-                                {})
+    info: dict[str, Any] = next((json.loads(line[len(report) + 1:]) for line in text.splitlines()
+                                 if line.startswith(f"{report} ")), {})
     return Sample(float(seconds), float(cpu), int(rss), info)
 
 
