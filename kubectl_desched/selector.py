@@ -209,8 +209,10 @@ def build(screen: Screen, input: Any = None, output: Any = None) -> Application[
         e.app.exit(result="cancel")
 
     @keys.add("c-c")
+    @keys.add("<sigint>")
     def _interrupt(e: Any) -> None:
-        # Raw mode turns Ctrl-C into a key: make it the interrupt it is everywhere else in the tool.
+        # Raw mode turns Ctrl-C into a key, and prompt_toolkit turns a SIGINT sent from outside (kill -INT) into
+        # the <sigint> key: make both the interrupt they are everywhere else in the tool.
         e.app.exit(exception=Interrupted(signal.SIGINT))
 
     title = Window(FormattedTextControl(lambda: [("class:title", " Choose the pods to evict   "), ("", KEYS)]),

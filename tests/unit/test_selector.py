@@ -3,6 +3,14 @@ through the library's own pipe input (no terminal needed), then the line prompts
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -209,3 +217,74 @@ def test_a_header_counts_its_whole_group_while_a_filter_hides_some() -> None:
     s = Selection(plan())
     s.filter = "web"
     assert "node n1  (2/2 chosen)" in [ln.text for ln in s.lines() if ln.row is None]  # db-1 hidden, counted
+
+
+# ---------------------------------------------------------------- the real CLI on a pseudo-terminal
+
+SELECTOR_SCRIPT = """
+import os, sys
+from kubectl_desched import cli
+from kubectl_desched.app import loading
+from kubectl_desched.kube import live
+from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, _conn
+
+api = FakeAPI()
+
+def logged(conn, method, path, **kw):
+    with open(os.environ["CALLS"], "a") as f:
+        f.write(f"{method} {path}\\n")
+    return api(conn, method, path, **kw)
+
+live.request_raw = logged
+loading.connect = lambda _opts: _conn()
+sys.argv = ["kubectl-desched", *DESCHEDULE, "--no-pager"]
+cli.main()
+"""
+
+
+def test_sigint_from_outside_ends_the_open_selector_with_130(tmp_path: Path) -> None:
+    """`kill -INT` is not a key press: prompt_toolkit turns it into a <sigint> key, which must interrupt as
+    Ctrl-C does (SIGTERM and SIGHUP reach the tool's own handlers)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    import pyte
+
+    root = Path(__file__).resolve().parents[2]
+    calls = tmp_path / "calls"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 140, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm", "NO_COLOR": "1", "CALLS": str(calls)}
+    env.pop("KUBECTL_DESCHED_PROMPT", None)
+    proc = subprocess.Popen([sys.executable, "-c", SELECTOR_SCRIPT], stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, cwd=tmp_path, env=env, start_new_session=True)
+    os.close(slave)
+    screen = pyte.Screen(140, 30)
+    stream = pyte.ByteStream(screen)
+
+    def shown() -> str:
+        return "\n".join(screen.display)
+
+    def read_until(done: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                with contextlib.suppress(OSError):  # the child closed the terminal
+                    stream.feed(os.read(master, 65536))
+    try:
+        read_until(lambda: "Choose the pods to evict" in shown(), 30)
+        assert "Choose the pods to evict" in shown(), shown()
+        proc.send_signal(signal.SIGINT)
+        read_until(lambda: proc.poll() is not None, 15)
+        code = proc.poll()
+    finally:
+        proc.kill()
+        proc.wait(5)
+        os.close(master)
+    assert code == 130, shown()
+    assert "interrupted: nothing further was evicted" in shown()
+    sent = calls.read_text().splitlines()
+    assert "GET /api/v1/pods" in sent and not [c for c in sent if "/eviction" in c or c.startswith("DELETE")]
