@@ -109,8 +109,8 @@ class Selection:
             r.chosen = value
 
     def toggle_same(self, row: Row, field: str) -> None:
-        """Every pod (visible or not) sharing the row's node, owner, ...: "this node" means all of it."""
-        self._toggle_group([r for r in self.rows if r.key(field) == row.key(field)])
+        """Every shown pod sharing the row's node, owner, ...: a pod the filter hides is not touched, as with `a`."""
+        self._toggle_group([r for r in self.visible() if r.key(field) == row.key(field)])
 
     def toggle_all(self) -> None:
         self._toggle_group(self.visible())

@@ -43,8 +43,13 @@ class Screen:
         self.refresh()
 
     def refresh(self) -> None:
+        """Rebuild the lines; the cursor stays on its pod when that is still shown (after a sort it moves with
+        it), else on the same row number."""
+        line = self.current() if self._pods else None
         self.lines = self.sel.lines()
         self._pods = [i for i, ln in enumerate(self.lines) if ln.row is not None]
+        if line is not None:
+            self.cursor = next((n for n, i in enumerate(self._pods) if self.lines[i].row is line.row), self.cursor)
         self.cursor = max(0, min(self.cursor, len(self._pods) - 1))
 
     def pod_lines(self) -> list[int]:

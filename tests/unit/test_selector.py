@@ -120,8 +120,8 @@ def test_screen_node_owner_all_and_sort_keys() -> None:
     assert names(s.chosen()) == ["db-1", "job-1"]
     _, s = drive("a\r", plan())
     assert s.chosen() == []
-    _, s = drive("s \r", plan())  # sorted by namespace, the first pod is data/db-1
-    assert names(s.chosen()) == ["web-1", "web-2", "job-1"]
+    _, s = drive("s \r", plan())  # sorted by namespace: the cursor stays on web-2, now after data/db-1
+    assert names(s.chosen()) == ["web-1", "db-1", "job-1"]
 
 
 def test_screen_filter_then_toggle_what_is_shown() -> None:
@@ -129,6 +129,35 @@ def test_screen_filter_then_toggle_what_is_shown() -> None:
     assert result == "done" and names(s.chosen()) == ["db-1"] and s.filter == "ns:shop"
     result, s = drive("/ns:shop\x1ba\r", plan())  # Esc clears the filter: `a` then toggles every pod
     assert s.filter == "" and s.chosen() == []
+
+
+def test_with_a_filter_on_node_and_owner_keys_leave_hidden_pods_alone() -> None:
+    result, s = drive("/web\rn\r", plan())  # n1 holds web-2 (shown) and db-1 (hidden)
+    assert result == "done" and names(s.chosen()) == ["web-1", "db-1", "job-1"]
+    _, s = drive("/n1\ro\r", plan())  # web-2's owner also has web-1, on n2: hidden
+    assert names(s.chosen()) == ["web-1", "db-1", "job-1"]
+    screen = selector.Screen(Selection(plan()))
+    screen.sel.filter = "web"
+    screen.refresh()
+    screen.sel.toggle_same(screen.current().row, "node")  # type: ignore[union-attr]
+    screen.refresh()
+    assert screen.status() == " chosen: 3 pods on 3 nodes   (2 of 4 shown; sort: node)   filter: web"
+
+
+def test_the_cursor_stays_on_its_pod_when_the_list_is_sorted_or_filtered() -> None:
+    screen = selector.Screen(Selection(plan()))
+    screen.move(2)  # by node: web-2, db-1, web-1
+    assert screen.current().row.candidate.pod.name == "web-1"  # type: ignore[union-attr]
+    for sort in ("namespace", "owner", "plugin", "node"):
+        screen.sel.cycle_sort()
+        screen.refresh()
+        assert screen.sel.sort == sort and screen.current().row.candidate.pod.name == "web-1"  # type: ignore[union-attr]
+    screen.sel.filter = "shop"
+    screen.refresh()
+    assert screen.current().row.candidate.pod.name == "web-1"  # type: ignore[union-attr]
+    screen.sel.filter = "db"  # web-1 hidden: the one row left
+    screen.refresh()
+    assert screen.current().row.candidate.pod.name == "db-1"  # type: ignore[union-attr]
 
 
 def test_screen_q_cancels_and_ctrl_c_interrupts() -> None:
