@@ -61,6 +61,16 @@ class Tick:
     next_in: float | None
 
 
+def waiting_line(w: Workload, seen: Readiness | None, before: Readiness | None) -> str:
+    """What a --wait-ready wait is still waiting on: a status written after the eviction, with every replica ready."""
+    if seen is None:
+        return f"waiting for {w}: its status cannot be read; its next eviction waits for every replica to be ready"
+    if before is not None and seen.version == before.version:
+        return (f"waiting for {w}: its status has not changed since the eviction (still {seen.ready} of "
+                f"{seen.desired} ready); its next eviction waits for a new status with all {seen.desired} ready")
+    return f"waiting for {w}: {seen.ready} of {seen.desired} ready; its next eviction waits for all {seen.desired}"
+
+
 class Runner:
     def __init__(self, evictor: PodEvictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
@@ -287,7 +297,7 @@ class Runner:
         assert self.workloads is not None
         deadline = self.clock() + self.pacing.timeout
         seen: Readiness | None = None
-        shown = False
+        said = ""
         while not self.stop.is_set():
             try:
                 seen = self.workloads.readiness(w)
@@ -300,9 +310,10 @@ class Runner:
                     return None
             if self.clock() >= deadline:
                 break
-            if not shown:
-                self.note(f"waiting for {w} to be ready ({seen or 'status unknown'}) before its next eviction")
-                shown = True
+            line = waiting_line(w, seen, before)
+            if line != said:  # said again only when what it waits on changes
+                self.note(line)
+                said = line
             self.stop.wait(min(POLL, max(deadline - self.clock(), 0.01)))
         if self.stop.is_set():
             return f"stopped by {self.stop.by} while waiting for its owner"

@@ -19,7 +19,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched.errors import UsageError
-from kubectl_desched.evictors import eviction_api
+from kubectl_desched.evictors import eviction_api, execute
 from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor
 from kubectl_desched.evictors.execute import Pacing, Runner
@@ -176,7 +176,32 @@ def test_wait_ready_holds_the_same_workload_and_lets_others_pass() -> None:
     assert ev.starts() == ["a1", "b1", "a2"]  # b1 did not wait for a's recovery
     assert ev.at("start", "a2") - ev.at("end", "a1") >= 0.6
     assert all(r.outcome == "evicted" for r in out.results)
-    assert any("waiting for Deployment default/a to be ready (2/3 ready)" in n for n in notes)
+    assert "waiting for Deployment default/a: 2 of 3 ready; its next eviction waits for all 3" in notes
+
+
+def test_wait_ready_says_what_it_waits_on_each_time_that_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status read right after an eviction often still predates it: the line says so, rather than "6/6 ready"
+    as if the workload were ready and the wait pointless."""
+    monkeypatch.setattr(execute, "POLL", 0.01)
+    reads = iter([Readiness(6, 6, "1"),  # before the eviction
+                  Readiness(6, 6, "1"), Readiness(6, 6, "1"), Readiness(5, 6, "2"), Readiness(5, 6, "2"),
+                  Readiness(6, 6, "3")])
+
+    class Scripted(FakeWorkloads):
+        def readiness(self, w: Workload) -> Readiness:
+            return next(reads)
+
+    notes: list[str] = []
+    out = Runner(FakeEvictor(seconds=0.0), Pacing(wait_ready=True, timeout=30), workloads=Scripted(None),  # type: ignore[arg-type]
+                 note=notes.append).run([cand("a1", owner="web"), cand("a2", owner="web")])
+    assert [r.outcome for r in out.results] == ["evicted", "evicted"]
+    assert notes == [
+        "waiting for Deployment default/web: its status has not changed since the eviction (still 6 of 6 ready); "
+        "its next eviction waits for a new status with all 6 ready",
+        "waiting for Deployment default/web: 5 of 6 ready; its next eviction waits for all 6"]
+    assert execute.waiting_line(Workload("StatefulSet", "db", "pg"), None, None) == (
+        "waiting for StatefulSet db/pg: its status cannot be read; its next eviction waits for every replica to be "
+        "ready")
 
 
 def test_wait_ready_timeout_holds_back_the_rest_of_that_workload() -> None:
