@@ -43,10 +43,27 @@ def results_summary(results: list[EvictionResult], interrupted: bool = False, by
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     line = f"{len(results)} confirmed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
     if interrupted:
-        done = sum(1 for r in results if r.disruptive)
         said = "interrupted" if by in (None, "Ctrl-C") else f"interrupted by {by}"
-        line = f"{said}: {done} evicted or possibly evicted, {len(results) - done} not. " + line
+        line = f"{said}: {_what_is_known(results)}. " + line
     return line
+
+
+def _what_is_known(results: list[EvictionResult]) -> str:
+    """After an interrupt, what each pod is known to be: "possibly" only where no answer says."""
+    known = {"evicted": 0, "possibly evicted (no answer)": 0, "still migrating (Koordinator carries on)": 0,
+             "not evicted": 0, "not attempted": 0}
+    for r in results:
+        if r.outcome in ("evicted", "succeeded"):
+            known["evicted"] += 1
+        elif r.outcome == "unknown":  # in flight when abandoned, or its answer lost
+            known["possibly evicted (no answer)"] += 1
+        elif r.disruptive:  # a PodMigrationJob created and not finished
+            known["still migrating (Koordinator carries on)"] += 1
+        elif r.outcome == "interrupted" and not r.attempts:
+            known["not attempted"] += 1
+        else:
+            known["not evicted"] += 1
+    return ", ".join(f"{n} {what}" for what, n in known.items() if n) or "nothing confirmed"
 
 
 def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,

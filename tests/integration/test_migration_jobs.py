@@ -224,7 +224,7 @@ def test_ctrl_c_while_waiting_leaves_the_jobs_and_reports(cluster: Any, namespac
     finally:
         proc.kill()
     assert proc.returncode == 130, err
-    assert "interrupted: 3 evicted or possibly evicted, 0 not. 3 confirmed: 3 unfinished" in err
+    assert "interrupted: 3 still migrating (Koordinator carries on). 3 confirmed: 3 unfinished" in err
     assert "Traceback" not in err
     rows = [line.split() for line in out.splitlines() if line.startswith(namespace)][-3:]
     assert [r[3:5] for r in rows] == [["Pending", "(interrupted)"]] * 3

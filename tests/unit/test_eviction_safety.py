@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched import app, cli, interrupts
 from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
+from kubectl_desched.app.text import results_summary
 from kubectl_desched.evictors import eviction_api
 from kubectl_desched.evictors.base import EvictionResult, Stop, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor, eviction_body, server_words
@@ -569,7 +570,7 @@ def test_sigterm_during_a_retry_writes_the_report_and_exits_143(
     report = tmp_path / "r.json"
     code, out, err = run_cli(monkeypatch, capsys, "--yes", "--timeout", "60s", "--report", str(report))
     assert code == 143, err
-    assert "interrupted by SIGTERM: 1 evicted or possibly evicted, 1 not." in err
+    assert "interrupted by SIGTERM: 1 evicted, 1 not evicted. 2 confirmed: 1 evicted, 1 interrupted" in err
     doc = json.loads(report.read_text())
     got = {e["pod"]: e for e in doc["evictions"]}
     assert got["web-0"]["result"] == "evicted"
@@ -649,6 +650,36 @@ def test_a_signal_at_a_real_prompt_is_an_interrupt_not_a_no(sig: int, name: str,
     finally:
         os.close(master)
     assert proc.returncode == code and out.decode().split() == ["interrupted", name, str(code)]
+
+
+def test_ctrl_c_after_seven_evictions_says_seven_evicted_and_one_not_attempted(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    """Every answer came: nothing is "possibly" evicted (it said "7 evicted or possibly evicted, 1 not")."""
+    api = fake_cluster([f"web-{i}" for i in range(8)])
+    real = api.__call__
+
+    def seventh_then_ctrl_c(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        answer = real(conn, method, path, **kw)
+        if method == "POST" and len(api.applied) == 7:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)  # the handler has run before the answer is handed back
+        return answer
+    monkeypatch.setattr(eviction_api, "request_json", seventh_then_ctrl_c)
+    code, _out, err = run_cli(monkeypatch, capsys, "--yes")
+    assert code == 130, err
+    assert "\ninterrupted: 7 evicted, 1 not attempted. 8 confirmed: 7 evicted, 1 interrupted\n" in err
+
+
+def test_after_an_interrupt_possibly_is_said_only_of_pods_without_an_answer() -> None:
+    def result(outcome: str, attempts: int = 1) -> EvictionResult:
+        return EvictionResult(cand("web"), outcome, "", attempts=attempts)
+
+    got = results_summary([result("evicted"), result("unknown"), result("unfinished"), result("blocked"),
+                           result("interrupted", attempts=2), result("interrupted", attempts=0)], True, "SIGHUP")
+    assert got == ("interrupted by SIGHUP: 1 evicted, 1 possibly evicted (no answer), 1 still migrating (Koordinator "
+                   "carries on), 2 not evicted, 1 not attempted. 6 confirmed: 1 evicted, 1 unknown, 1 unfinished, "
+                   "1 blocked, 2 interrupted")
 
 
 def test_second_signal_abandons_what_is_in_flight_and_says_which() -> None:
