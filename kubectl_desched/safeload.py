@@ -29,6 +29,7 @@ MAX_JSON_OBJECT_CHARS = 64 << 20  # one item of a streamed List (etcd stores at 
 MAX_ALIAS_VALUES = 100_000  # values that YAML aliases may repeat in one document, in all
 
 _CHUNK = 1 << 23
+_BYTES_CHUNK = 1 << 24
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # neither YAML nor JSON text has them outside strings
 
 
@@ -69,6 +70,19 @@ def read_bounded(f: TextIO, name: str, limit: int, head: str = "") -> str:
             raise InputError(f"{name}: not a text file (it has control characters)")
         parts.append(chunk)
         size += len(chunk)
+
+
+def read_bytes(f: Any, limit: int) -> bytes:
+    """At most `limit` bytes of a binary stream, read in chunks (one read of `limit` would allocate it all at
+    once): a caller that asks for one byte more than it accepts knows a longer input by the length."""
+    parts, size = [], 0
+    while size < limit:
+        chunk = f.read(min(_BYTES_CHUNK, limit - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
 
 
 def describe_size(chars: int) -> str:

@@ -12,7 +12,7 @@ import urllib3
 
 from kubectl_desched.evictors.migration_jobs import CREATOR, JOBS_PATH, MANAGED_BY, RUN_LABEL
 from kubectl_desched.kube.apierrors import api_exception
-from kubectl_desched.kube.live import bounded_timeout, request_json
+from kubectl_desched.kube.live import TooLarge, answer_limit, bounded_timeout, request_json
 
 if TYPE_CHECKING:
     from kubectl_desched.evictors.migration import MigrationEvictor
@@ -65,11 +65,13 @@ class Follower(threading.Thread):
             raise api_exception()(http_resp=resp)
         if self.stopped.is_set():
             return
-        buffer = b""
+        limit = answer_limit(conn)  # one event is one object: a line without end is a broken watch
+        buffer = bytearray()
         for chunk in self._response.stream(4096, decode_content=True):
             buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:end])
+                del buffer[:end + 1]
                 if not line.strip():
                     continue
                 event = json.loads(line)
@@ -78,6 +80,8 @@ class Follower(threading.Thread):
                     return
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
                     self.evictor.apply_event(kind, event.get("object") or {})
+            if len(buffer) > limit:
+                raise TooLarge("GET", f"{JOBS_PATH}?watch=true", limit)
 
     def halt(self) -> None:
         self.stopped.set()

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import urllib3
 
-from kubectl_desched import heap, interrupts, wire
+from kubectl_desched import heap, interrupts, safeload, wire
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
@@ -45,6 +45,28 @@ class NotJSON(urllib3.exceptions.ProtocolError, json.JSONDecodeError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class TooLarge(NotJSON):
+    """An answer longer than answer_limit() allows (a Content-Length of 1 TB, a body without end): read no further.
+    Like any answer that did not arrive whole, a transport error for the client."""
+
+    def __init__(self, method: str, path: str, limit: int) -> None:
+        super().__init__(method, path, f"is larger than the {safeload.describe_size(limit)} one answer may have")
+
+
+# The most one answer may have, read in chunks: a huge Content-Length allocates nothing and an endless body stops
+# there. The largest real answers are LIST pages: 500 pods are 2-4 MB, and at 256 MiB each would average 512 KiB,
+# a third of the most etcd stores for one object (1.5 MiB).
+ANSWER_LIMIT = 256 << 20
+
+
+def answer_limit(conn: Connection) -> int:
+    """A larger --chunk-size raises the bound in proportion; with --chunk-size 0 an answer is a whole list, the
+    cluster's pods included, so it is bounded as a JSON snapshot of the cluster is."""
+    if conn.chunk_size <= 0:
+        return safeload.MAX_JSON_SNAPSHOT_CHARS
+    return max(ANSWER_LIMIT, conn.chunk_size * ANSWER_LIMIT // 500)
 
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
@@ -189,16 +211,24 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
     )
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                         _request_timeout=timeout or conn.timeout)
-    if head is not None and 200 <= resp.status <= 299 and resp.data is None:
-        first = resp.response.read(PEEK)  # urllib3's, unread (the client asks it not to preload)
-        head(first)
-        data = first + resp.response.read()
-    else:
-        data = resp.read()
+    limit = answer_limit(conn)
+    if resp.data is None:
+        stream = resp.response  # urllib3's, unread (the client asks it not to preload)
+        first = b""
+        if head is not None and 200 <= resp.status <= 299:
+            first = stream.read(PEEK)
+            head(first)
+        data = first + safeload.read_bytes(stream, limit + 1 - len(first))
+        if len(data) > limit:
+            stream.close()  # the rest is never read: the connection cannot serve another request
+    else:  # a transport that reads answers whole
+        data = resp.data
     if httplog.enabled(8):
         httplog.body(data)
+    if len(data) > limit:
+        raise TooLarge(method, path, limit)
     if not 200 <= resp.status <= 299:
-        raise api_exception()(http_resp=resp)
+        raise api_exception()(http_resp=resp, body=data.decode("utf-8", "replace"))
     return data
 
 

@@ -92,7 +92,7 @@ def _typed(path: str) -> tuple[decode.Objects | None, bytes | None]:
         buffer = getattr(sys.stdin, "buffer", None)
         if buffer is None:
             return None, None  # already text (a test's StringIO): the slow way reads it
-        data = _read_bytes(buffer, jsonstream.MAX_JSON_SNAPSHOT_CHARS + 1)
+        data = safeload.read_bytes(buffer, jsonstream.MAX_JSON_SNAPSHOT_CHARS + 1)
         if data.lstrip()[:1] != b"{" or len(data) > jsonstream.MAX_JSON_SNAPSHOT_CHARS:
             return None, data
         return decode.snapshot(data), data
@@ -105,18 +105,6 @@ def _typed(path: str) -> tuple[decode.Objects | None, bytes | None]:
                 return decode.snapshot(mapped), None
     except (OSError, ValueError):  # not a regular file (a pipe, a directory), or empty: the slow way says
         return None, None
-
-
-def _read_bytes(f: Any, limit: int) -> bytes:
-    """At most `limit` bytes, read in chunks (one read of `limit` would allocate it all at once)."""
-    parts, size = [], 0
-    while size < limit:
-        chunk = f.read(min(1 << 24, limit - size))
-        if not chunk:
-            break
-        parts.append(chunk)
-        size += len(chunk)
-    return b"".join(parts)
 
 
 @contextlib.contextmanager

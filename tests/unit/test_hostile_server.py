@@ -5,10 +5,18 @@ puts the fault proxy in front of a real kube-apiserver."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import os
+import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import urllib3
@@ -279,3 +287,124 @@ def test_read_cluster_wraps_a_broken_page_in_one_line(fake: FakeAPI) -> None:
     with pytest.raises(DeschedError) as err:
         live.read_cluster(_conn())
     assert str(err.value).startswith(f"reading the cluster: the answer to GET {PODS} was not JSON (")
+
+
+# ---------------------------------------------------------------- answers without end, over a real socket
+
+Hostile = Callable[[http.server.BaseHTTPRequestHandler], None]
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """FakeAPI's answers over HTTP; a path in the server's `hostile` map is answered by that writer instead."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Served
+
+    def do_GET(self) -> None:
+        self._answer("GET")
+
+    def do_POST(self) -> None:
+        self._answer("POST")
+
+    def _answer(self, method: str) -> None:
+        url = urlsplit(self.path)
+        hostile = self.server.hostile.get(url.path)
+        if hostile is not None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client stopped reading, rightly
+                hostile(self)
+            return
+        size = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(size)) if size else None
+        data = self.server.fake(None, method, url.path, query=parse_qsl(url.query), body=body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _Served(http.server.ThreadingHTTPServer):
+    daemon_threads = True  # a writer without end stops when the client leaves; nothing waits for it
+
+    def __init__(self, fake: FakeAPI, hostile: dict[str, Hostile]) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake, self.hostile = fake, hostile
+
+
+@pytest.fixture
+def http_fake() -> Iterator[_Served]:
+    served = _Served(FakeAPI(), {})
+    thread = threading.Thread(target=served.serve_forever, daemon=True)
+    thread.start()
+    yield served
+    served.shutdown()
+    served.server_close()
+
+
+def _node_list_without_end(chunked: bool) -> Hostile:
+    """A 200 NodeList that never ends: with Transfer-Encoding chunked, or with a Content-Length of 1 TB."""
+    def write(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header(*(("Transfer-Encoding", "chunked") if chunked else ("Content-Length", str(10 ** 12))))
+        h.end_headers()
+        piece = b'{"kind":"NodeList","metadata":{"resourceVersion":"9"},"items":['
+        item = json.dumps(b.node("n9")).encode() + b","
+        while True:
+            piece += item * (65536 // len(item))
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+            piece = b""
+    return write
+
+
+# The child reads with a lower limit, so the test is quick and its bound on memory tight; the real limit is the
+# same code with another number (checked below).
+_CHILD = ("import sys; from kubectl_desched.kube import live; live.ANSWER_LIMIT = 16 << 20; "
+          "from kubectl_desched.cli import main; main()")
+_KILL_ABOVE = 1 << 30  # an unbounded read would take the machine's memory: stop it well before
+
+
+def _run_measured(args: list[str], tmp_path: Path) -> tuple[int, str, str, int]:
+    """The CLI in a child process: its exit code, stdout, stderr and peak RSS in bytes (os.wait4's, of this child
+    only); killed if it grows past _KILL_ABOVE or runs 20 s."""
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "HOME": str(tmp_path), "NO_COLOR": "1"}
+    out, err = (tmp_path / "out").open("w+"), (tmp_path / "err").open("w+")
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, *args], stdout=out, stderr=err, env=env, cwd=tmp_path)
+    start = time.monotonic()
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        rss = int(Path(f"/proc/{proc.pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        if rss > _KILL_ABOVE or time.monotonic() - start > 20:
+            proc.kill()
+            os.waitpid(proc.pid, 0)
+            pytest.fail(f"the read was not bounded: {rss >> 20} MiB after {time.monotonic() - start:.1f} s")
+        time.sleep(0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out.seek(0)
+    err.seek(0)
+    return proc.returncode, out.read(), err.read(), usage.ru_maxrss * 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the child's memory from /proc")
+@pytest.mark.parametrize("chunked", [True, False], ids=["endless-chunked", "content-length-1TB"])
+def test_an_answer_without_end_is_read_to_the_limit_and_no_further(http_fake: _Served, tmp_path: Path,
+                                                                    chunked: bool) -> None:
+    http_fake.hostile[NODES] = _node_list_without_end(chunked)
+    server = f"http://127.0.0.1:{http_fake.server_address[1]}"
+    code, out, err, peak = _run_measured([*DESCHEDULE, "-s", server, "--token", "t0ken-abc"], tmp_path)
+    assert code == 1, err
+    assert err.splitlines() == [f"error: reading the cluster: the answer to GET {NODES} is larger than the 16 MiB "
+                                "one answer may have"]
+    assert out == ""
+    assert peak < 160 << 20, f"peak RSS {peak >> 20} MiB"  # some 60 MiB of interpreter and client, twice 16 MiB
+
+
+def test_the_answer_limit_is_generous_and_follows_the_chunk_size() -> None:
+    assert live.answer_limit(_conn()) == 256 << 20  # the default --chunk-size of 500
+    assert live.answer_limit(Connection(None, "", "", "", chunk_size=5000)) == 2560 << 20  # type: ignore[arg-type]
+    assert live.answer_limit(Connection(None, "", "", "", chunk_size=0)) == 8 << 30  # type: ignore[arg-type]

@@ -3,8 +3,11 @@ phase tracking, outcomes and the summary. The API side is in tests/integration/t
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from kubectl_desched.durations import format_duration
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.migration import MigrationEvictor
+from kubectl_desched.evictors.migration_follow import Follower
 from kubectl_desched.evictors.migration_jobs import (
     JobSettings,
     JobTrack,
@@ -28,6 +32,8 @@ from kubectl_desched.evictors.migration_jobs import (
 )
 from kubectl_desched.evictors.migration_render import phase_line, summary_rows
 from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.kube import live
+from kubectl_desched.kube.config import Connection
 from kubectl_desched.model import pod_from_json
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.policy import decode_policy
@@ -272,3 +278,30 @@ def test_a_job_past_its_ttl_is_waited_for_and_said_so_once() -> None:
     ev._note_overdue()
     assert seen == ["  shop/a: PodMigrationJob a-1 Running; past its TTL 1m30s: Koordinator fails it on its next "
                     "look at the job (up to 1000 s apart after failed evictions) and deletes it 5m0s after the TTL"]
+
+
+class _EndlessWatch:
+    """The client's side of a watch whose server sends one event, then a line without end."""
+
+    def param_serialize(self, method: str, path: str, **_kw: Any) -> tuple[Any, ...]:
+        return method, path, {}, None, []
+
+    def call_api(self, *_args: Any, **_kw: Any) -> Any:
+        return SimpleNamespace(status=200, response=self)
+
+    def stream(self, size: int, decode_content: bool) -> Iterator[bytes]:
+        yield json.dumps({"type": "MODIFIED", "object": _job("a-1", "a", "ua", "Running")}).encode() + b"\n"
+        while True:
+            yield b"x" * size
+
+
+def test_a_watch_line_without_end_is_read_to_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live, "ANSWER_LIMIT", 1 << 20)
+    ev = _evictor()
+    ev.conn = Connection(_EndlessWatch(), "https://x", "ctx", "shop")  # type: ignore[arg-type]
+    seen: list[str] = []
+    ev.apply_event = lambda kind, obj: seen.append(kind)  # type: ignore[method-assign]
+    with pytest.raises(live.TooLarge, match=r"the answer to GET .*podmigrationjobs[?]watch=true is larger than the "
+                                            "1 MiB one answer may have"):
+        Follower(ev)._watch("1")
+    assert seen == ["MODIFIED"]
