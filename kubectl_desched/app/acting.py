@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -21,16 +22,27 @@ if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection
 
 
+def same_place(out: IO[str], err: IO[str]) -> bool:
+    """Whether what is written to the two streams is read in one place: two terminals, or one file or pipe."""
+    try:
+        if out.isatty() and err.isatty():
+            return True
+        a, b = os.fstat(out.fileno()), os.fstat(err.fileno())
+    except (OSError, ValueError):  # no file under it (io.UnsupportedOperation is both)
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
             quiet: bool) -> tuple[Runner, StatusLine | None]:
     from kubectl_desched.evictors.events import EventRecorder
     from kubectl_desched.evictors.execute import Pacing, Runner
     from kubectl_desched.evictors.workloads import WorkloadReader
 
-    # On a terminal one progress line is redrawn on stderr; each pod's result is then printed once, in the results
-    # table, rather than also as it comes (which a log, where stderr is not a terminal, still gets).
+    # On a terminal one progress line is redrawn on stderr. Each pod's result is printed once: in the results table
+    # when stdout shows up where stderr does (both terminals, or one log with 2>&1), else also as it comes.
     status = StatusLine(sys.stderr) if not quiet and sys.stderr.isatty() else None
-    table_follows = sys.stdout.isatty() and opts.output in ("table", "wide")
+    table_follows = opts.output in ("table", "wide") and same_place(sys.stdout, sys.stderr)
 
     def say(message: str) -> None:
         if status is not None:
@@ -46,7 +58,7 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
     events = EventRecorder(conn) if acting.record_events and mode == "evict" else None
     evictor = make_evictor(acting, Build(conn, server_dry_run=mode == "dry-run=server",
                                          progress=None if quiet else progress, profiles=policy.profiles, say=say))
-    per_pod = not quiet and not (status is not None and table_follows)
+    per_pod = not quiet and not table_follows
     return Runner(evictor, pacing,
                   workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
                   on_result=(lambda r: live_line(evictor.live_line(r), say)) if per_pod else None, note=say,

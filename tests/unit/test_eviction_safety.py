@@ -652,6 +652,34 @@ def test_a_signal_at_a_real_prompt_is_an_interrupt_not_a_no(sig: int, name: str,
     assert proc.returncode == code and out.decode().split() == ["interrupted", name, str(code)]
 
 
+def into_files(monkeypatch: pytest.MonkeyPatch, out: Path, err: Path) -> int:
+    """cli.main() with stdout and stderr on real files (the same path for both is `&> log`): its exit code."""
+    monkeypatch.setattr(sys, "argv", ["kubectl-desched", "deschedule", "--plugin", "RemovePodsViolatingNodeTaints",
+                                      "-n", "default", "--yes"])
+    with out.open("a") as o, err.open("a") as e, monkeypatch.context() as m, pytest.raises(SystemExit) as done:
+        m.setattr(sys, "stdout", o)
+        m.setattr(sys, "stderr", e)
+        cli.main()
+    return int(done.value.code or 0)
+
+
+def test_each_result_appears_once_in_a_log_of_stdout_and_stderr_together(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_cluster: Callable[..., FakeApi]) -> None:
+    """With 2>&1 a line per pod on stderr and the results table on stdout showed every result twice."""
+    fake_cluster(["web-0", "web-1"])
+    log = tmp_path / "log"
+    assert into_files(monkeypatch, log, log) == 0
+    results = [line.split() for line in log.read_text().splitlines() if "evicted" in line]
+    assert results == [["default", "web-0", "n1", "evicted", "eviction", "accepted"],  # the table's rows, once
+                       ["default", "web-1", "n1", "evicted", "eviction", "accepted"],
+                       ["2", "confirmed:", "2", "evicted"]]
+    out, err = tmp_path / "out", tmp_path / "err"  # apart: stderr has a line per pod as it comes, stdout the table
+    fake_cluster(["web-0", "web-1"])
+    assert into_files(monkeypatch, out, err) == 0
+    assert "  default/web-0: evicted\n  default/web-1: evicted\n" in err.read_text()
+    assert "web-1  n1      evicted" in out.read_text() and "default/web-1: evicted" not in out.read_text()
+
+
 def test_ctrl_c_after_seven_evictions_says_seven_evicted_and_one_not_attempted(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         fake_cluster: Callable[..., FakeApi]) -> None:
