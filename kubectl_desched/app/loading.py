@@ -41,8 +41,15 @@ def match_fields(conn: Connection, scope: Scope, node: str | None = None) -> Non
     """--field-selector against a cluster: the server says which pods match (it knows every field label); for one
     node's explanation, only among that node's pods."""
     if scope.pod_fields_text:
+        from kubectl_desched.kube.apierrors import is_api_exception
         from kubectl_desched.kube.live import pod_keys_matching
-        keys = pod_keys_matching(conn, scope.pod_fields_text + (f",spec.nodeName={node}" if node else ""))
+        try:
+            keys = pod_keys_matching(conn, scope.pod_fields_text + (f",spec.nodeName={node}" if node else ""))
+        except DeschedError as e:
+            answer = e.__cause__ or e.__context__  # the server's, behind the one-line error
+            if answer is not None and is_api_exception(answer) and answer.status == 400:  # e.g. a field it lacks
+                raise UsageError(str(e)) from None
+            raise
         scope.pod_fields = lambda pod: pod.key in keys
 
 

@@ -91,7 +91,7 @@ def test_the_server_matches_the_field_selector(cluster: Any, namespace: str) -> 
     assert "fields do not match --field-selector metadata.name!=web-1" in verdicts["web-1"]
     assert "EVICT" in verdicts["web-0"].split()
     refused = desched(cluster.kubeconfig_for(), *args, "--field-selector", "spec.hostname=x")
-    assert refused.returncode == 1
+    assert refused.returncode == 2  # the flag's value: a usage error
     assert refused.stderr.startswith("error: reading the pods that match --field-selector: ")
     assert "spec.hostname" in refused.stderr and refused.stderr.count("\n") == 1
 

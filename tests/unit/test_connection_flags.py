@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import overrides
-from kubectl_desched.kube.config import KubeOptions, connect
+from kubectl_desched.kube.config import Connection, KubeOptions, connect
 from kubectl_desched.kube.overrides import ConnectionFlags
 from tests.unit.test_kubeconfig import _isolated, _kubeconfig, _token  # noqa: F401  (the fixture, too)
 
@@ -135,6 +136,41 @@ def test_field_selector_narrows_the_candidates_not_the_nodes_counts(tmp_path: Pa
     why = CliRunner().invoke(cli, ["explain", "pod", "default/a", "--from-file", "snap.yaml", "--plugin",
                                    "RemoveFailedPods", "--field-selector", "spec.nodeName=n2"])
     assert "fields do not match --field-selector spec.nodeName=n2" in why.output, why.output
+
+
+def test_a_field_selector_the_server_refuses_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The API server answers 400 for a field it does not support: that is the flag's value (exit 2, as the
+    snapshot's refusal); any other failure of the same read stays a failure of the cluster (exit 1)."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_desched.kube import live
+    from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, run_main
+
+    api = FakeAPI()
+    monkeypatch.setattr("kubectl_desched.app.loading.connect", lambda _opts: Connection(
+        api=None, server="https://example:6443", context="ctx", namespace="shop"))  # type: ignore[arg-type]
+
+    def answer(status: int) -> None:
+        def serve(conn: Any, method: str, path: str, *, query: Any = None, **kw: Any) -> bytes:
+            if dict(query or []).get("fieldSelector") == "spec.foo=bar":
+                e = ApiException(status=status, reason="x")
+                e.body = json.dumps({"kind": "Status", "code": status, "message": 'Unable to find "/v1, Resource=pods" '
+                                     'that match label selector "", field selector "spec.foo=bar": field label not '
+                                     'supported: spec.foo'})
+                raise e
+            return api(conn, method, path, query=query, **kw)
+        monkeypatch.setattr(live, "request_raw", serve)
+
+    answer(400)
+    code, _out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--field-selector", "spec.foo=bar")
+    assert code == 2 and err.startswith("error: reading the pods that match --field-selector: ") and \
+        err.rstrip().endswith("field label not supported: spec.foo (400)") and err.count("\n") == 1, err
+    answer(500)
+    code, _out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--field-selector", "spec.foo=bar")
+    assert code == 1 and err.rstrip().endswith("(500)"), err
 
 
 def test_compression_is_asked_for_unless_the_flag_or_the_cluster_turns_it_off(tmp_path: Path) -> None:
