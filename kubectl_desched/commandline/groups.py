@@ -75,6 +75,7 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
                          "-s/--server, --token, --as, ...) do not apply")
     flags = ConnectionFlags(**{k: v[k] for k in CONNECTION})
     flags.check()
+    checks.server_url(flags.server)
     return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
                          checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files,
                          v["as_user"], tuple(v["as_groups"]), v["as_uid"], flags, v["chunk_size"], v["verbosity"])

@@ -85,6 +85,10 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", "--from-file", "snap.yaml", "--disable-compression"], 2, "--from-file reads a snapshot: the flags"),
     (["balance", "--from-file", "snap.yaml", "-s", "https://x"], 2, "--from-file reads a snapshot"),
     (["balance", "-s", ""], 2, "-s/--server must not be empty"),
+    (["balance", "-s", "ftp://api:6443"], 2, "-s/--server: the scheme must be https or http, not 'ftp'"),
+    (["balance", "-s", "https://api server"], 2, "-s/--server: the host must not contain spaces"),
+    (["balance", "-s", "https://admin:PW@api:99999"], 2, "-s/--server: not a URL: Port out of range 0-65535"),
+    (["balance", "-s", "https://"], 2, "-s/--server: the URL names no host"),
     (["balance", "--certificate-authority", "nope.crt"], 2, "--certificate-authority nope.crt: no such file"),
     (["balance", "--client-certificate", "nope.crt"], 2, "--client-certificate nope.crt: no such file"),
     (["balance", "--certificate-authority", "snap.yaml", "--insecure-skip-tls-verify"], 2, "cannot be used together"),
@@ -136,6 +140,18 @@ def test_main_bad_input_is_one_line(workdir: Path, args: list[str], code: int, f
     assert fragment in lines[0]
     assert exited.value.code == code
     assert out == ""
+
+
+def test_server_urls_are_checked_as_client_go_takes_them_and_never_echoed(workdir: Path) -> None:
+    """A URL client-go would take passes (a bare host[:port] too); a refused one is not quoted: it may hold a
+    password."""
+    from kubectl_desched.commandline import checks
+
+    for fine in ("api:6443", "10.0.0.1", "https://[::1]:6443/prefix", "HTTP://api"):
+        assert checks.server_url(fine) == fine
+    for bad in ("https://admin:PW@api:99999", "ftp://admin:PW@api", "https://admin:PW@api server", "https://[PW"):
+        result = CliRunner().invoke(cli, ["balance", "-s", bad])
+        assert isinstance(result.exception, UsageError) and "PW" not in str(result.exception), bad
 
 
 # The real entry point in a fresh interpreter, for a usage error and a bad file; the in-process runs cover the rest
