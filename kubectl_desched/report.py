@@ -19,6 +19,7 @@ from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import candidate_doc, result_doc
+from kubectl_desched.sanitize import mask_url
 
 
 def check_writable(path: str) -> None:
@@ -92,7 +93,7 @@ class Report:
         self.path = path
         self.doc: dict[str, Any] = {
             "apiVersion": "kubectl-desched/v1", "kind": "Report", "version": __version__,
-            "arguments": sys.argv[1:], "startedAt": timestamp(now()), "finishedAt": None,
+            "arguments": [mask_url(a) for a in sys.argv[1:]], "startedAt": timestamp(now()), "finishedAt": None,
             "cluster": None, "source": None, "scope": None, "mode": None, "evictor": None, "pacing": None,
             "policy": None, "candidates": [], "preflight": None, "confirmation": None, "evictions": [],
             "summary": None, "error": None,

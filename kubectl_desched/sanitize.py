@@ -32,11 +32,31 @@ def _escape(ch: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+# How a URL's credentials are shown: a password as kubectl's errors show it (Go's net/http client writes
+# `admin:***@`), and the value of a query parameter whose name looks like a credential (?access_token=, a signed
+# URL's signature) alike.
+URL_MASK = "***"
+_URL_PASSWORD = re.compile(r"(://[^/?#\s:@]*):[^/?#\s]*@")  # to the authority's last @, as url.Parse splits it
+_URL_SECRET_PARAM = re.compile(
+    r"([?&;][^=&#;\s]*(?:token|pass|pwd|secret|key|sig|auth|credential|session)[^=&#;\s]*=)"
+    r"[^&#;\s\"'<>]*?(?=[&#;\s\"'<>]|:\s|:?$)", re.I)  # a value ends where the URL does, e.g. before `: reason`
+
+
+def mask_url(text: str) -> str:
+    """A URL, or any text that quotes URLs, with the password of their user-info and their credential-like query
+    parameters masked: `https://admin:***@host`, `?access_token=***`. The user name stays, as kubectl shows it."""
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\1:{URL_MASK}@", text)
+    if "=" in text:
+        text = _URL_SECRET_PARAM.sub(rf"\1{URL_MASK}", text)
+    return text
+
+
 def one_line(text: object, limit: int = SERVER_TEXT_LIMIT) -> str:
     """`text` as one printable line of at most about `limit` characters: control and format characters are
     replaced by visible escapes (a newline becomes the two characters \\n), and a longer text is cut with a
-    marker that says how long it was."""
-    s = str(text).strip()
+    marker that says how long it was. Credentials in URLs it quotes are masked (mask_url)."""
+    s = mask_url(str(text).strip())
     if len(s) <= limit and _ALL_SAFE.fullmatch(s):
         return s
     out: list[str] = []

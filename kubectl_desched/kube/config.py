@@ -22,7 +22,7 @@ from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.kube import httplog, overrides
-from kubectl_desched.sanitize import short
+from kubectl_desched.sanitize import mask_url, short
 from kubectl_desched.shapes import printable
 
 if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
@@ -68,7 +68,7 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
             if not httplog.enabled(6):
                 return super().call_api(method, url, headers, *args, **kw)
             if httplog.enabled(7):
-                httplog.log(f'"Request" verb="{method}" url="{url}" headers: {httplog.headers(headers.items())}')
+                httplog.request(method, url, headers.items())
             start = time.monotonic()
             try:
                 resp = super().call_api(method, url, headers, *args, **kw)
@@ -91,7 +91,7 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
 @dataclass
 class Connection:
     api: k8s_client.ApiClient
-    server: str
+    server: str  # as shown (errors, the Source line, the report): its credentials masked (sanitize.mask_url)
     context: str
     namespace: str
     timeout: Timeout = field(default=None)
@@ -344,7 +344,7 @@ def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Con
         cfg.verify_ssl = not flags.insecure_skip_tls_verify
     with open(f"{_SA_DIR}/namespace") as f:
         namespace = opts.namespace or f.read().strip() or "default"
-    return Connection(api_client(cfg, opts), cfg.host, "(in-cluster)", namespace, _timeout(opts),
+    return Connection(api_client(cfg, opts), mask_url(cfg.host), "(in-cluster)", namespace, _timeout(opts),
                       opts.chunk_size, not flags.disable_compression)
 
 
@@ -406,5 +406,6 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     if not cfg.host:
         raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
     namespace = opts.namespace or entry.get("namespace") or "default"
-    return Connection(api_client(cfg, opts), cfg.host, ctx_name or cfg.host, namespace, _timeout(opts),
+    server = mask_url(cfg.host)  # what is shown: the requests go to cfg.host
+    return Connection(api_client(cfg, opts), server, ctx_name or server, namespace, _timeout(opts),
                       opts.chunk_size, compress)

@@ -1,7 +1,7 @@
 """kubectl's -v/--v=N for the requests we make, on stderr in klog's shape: at 6 each request's method, URL, status
-and time; at 7 its headers too (credentials masked); at 8 the first KiB of each answer, at 9 the first 64 KiB. The
-tool never reads Secrets, and tokens and client keys never reach the log; what a server answered is made printable
-(a hostile server must not drive the terminal through the log either)."""
+and time; at 7 its headers too (credentials masked, as in URLs); at 8 the first KiB of each answer, at 9 the first
+64 KiB. The tool never reads Secrets, and tokens and client keys never reach the log; what a server answered is made
+printable (a hostile server must not drive the terminal through the log either)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,10 @@ def headers(items: Iterable[tuple[str, str]]) -> str:
             value = f"{scheme} <masked>".strip()
         shown.append(f'{name}="{one_line(value, 200)}"')
     return " ".join(shown)
+
+
+def request(method: str, url: str, items: Iterable[tuple[str, str]]) -> None:
+    log(f'"Request" verb="{method}" url="{one_line(url, 2000)}" headers: {headers(items)}')
 
 
 def response(method: str, url: str, status: int, reason: str, seconds: float) -> None:
