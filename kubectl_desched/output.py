@@ -145,9 +145,20 @@ def columns(spec: str) -> list[tuple[str, Any]]:
     return out
 
 
+def _cell(value: Any, inner: bool = False) -> str:
+    """A value as kubectl's custom-columns prints it (Go's fmt.Sprint of decoded JSON): a list `[a b]`, a map
+    `map[k:v]` with its keys sorted, a null inside them `<nil>`; JSON is for -o jsonpath."""
+    if isinstance(value, list):
+        return "[" + " ".join(_cell(v, True) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_cell(v, True)}" for k, v in sorted(value.items())) + "]"
+    return "<nil>" if value is None and inner else _text(value)
+
+
 def custom_columns(spec: str, items: Sequence[Any], headers: bool = True) -> str:
+    """Several matches (`.a[*]`) are joined with commas, as kubectl does; nothing found, or null, is `<none>`."""
     cols = columns(spec)
-    rows = [[",".join(_text(m.value) for m in path.find(item)) or "<none>" for _h, path in cols] for item in items]
+    rows = [[",".join(_cell(m.value) for m in path.find(item)) or "<none>" for _h, path in cols] for item in items]
     return plain_table(rows, [h for h, _p in cols] if headers else ())
 
 

@@ -33,6 +33,18 @@ def test_custom_columns_with_missing_values() -> None:
     assert output.custom_columns("POD:.pod", DOC["candidates"], headers=False).splitlines()[0] == "web-1"
 
 
+def test_custom_columns_print_lists_and_maps_as_kubectl_does() -> None:
+    """kubectl's fmt.Sprint, not JSON: it printed `["worker-2"]`. A `[*]` path gives one match per item, which
+    kubectl joins with commas."""
+    items = [{"pod": "web-1", "tiedWith": ["worker-2", "worker-3"], "labels": {"tier": "web", "app": "shop"},
+              "nested": {"ports": [80, 443], "gone": None, "ok": True}, "empty": []}]
+    text = output.custom_columns("TIED:.tiedWith,EACH:.tiedWith[*],LABELS:.labels,NESTED:.nested,EMPTY:.empty",
+                                 items, headers=False)
+    assert text.split() == ["[worker-2", "worker-3]", "worker-2,worker-3", "map[app:shop", "tier:web]",
+                            "map[gone:<nil>", "ok:true", "ports:[80", "443]]", "[]"]
+    assert output.jsonpath("{.tiedWith}", items[0]) == '["worker-2","worker-3"]'  # -o jsonpath keeps JSON
+
+
 def test_sort_by_numbers_text_and_missing() -> None:
     assert [c["pod"] for c in output.sort_by(DOC["candidates"], ".priority")] == ["db-0", "web-1", "etl-9"]
     assert [c["pod"] for c in output.sort_by(DOC["candidates"], "{.pod}".strip("{}"))] == ["db-0", "etl-9", "web-1"]
