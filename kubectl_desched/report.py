@@ -19,7 +19,7 @@ from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import candidate_doc, result_doc
-from kubectl_desched.sanitize import mask_url
+from kubectl_desched.sanitize import redact
 
 
 def check_writable(path: str) -> None:
@@ -38,6 +38,18 @@ def check_writable(path: str) -> None:
         raise UsageError(f"--report {path}: cannot write in {parent}: {e.strerror or e}") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def redacted(value: Any) -> Any:
+    """The document with no credential the tool holds in any string (sanitize.redact): an argument (--token), or
+    server text that reached it some other way than through an error line."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redacted(v) for v in value]
+    return value
 
 
 def write_atomically(path: str, doc: dict[str, Any]) -> None:
@@ -93,7 +105,7 @@ class Report:
         self.path = path
         self.doc: dict[str, Any] = {
             "apiVersion": "kubectl-desched/v1", "kind": "Report", "version": __version__,
-            "arguments": [mask_url(a) for a in sys.argv[1:]], "startedAt": timestamp(now()), "finishedAt": None,
+            "arguments": sys.argv[1:], "startedAt": timestamp(now()), "finishedAt": None,
             "cluster": None, "source": None, "scope": None, "mode": None, "evictor": None, "pacing": None,
             "policy": None, "candidates": [], "preflight": None, "confirmation": None, "evictions": [],
             "summary": None, "error": None,
@@ -114,4 +126,4 @@ class Report:
 
     def write(self) -> None:
         self.doc["finishedAt"] = timestamp(now())
-        write_atomically(self.path, self.doc)
+        write_atomically(self.path, redacted(self.doc))

@@ -52,11 +52,39 @@ def mask_url(text: str) -> str:
     return text
 
 
+REDACTED = "<redacted>"
+_MIN_SECRET = 4  # a shorter one would take words out of every message
+_held: tuple[str, ...] = ()  # longest first, so that a secret containing another is replaced whole
+
+
+def hold(*secrets: str | None) -> None:
+    """Credentials the tool holds (a token, a password, client key material, an exec plugin's token, what a token
+    file holds): kube/config.py hands each over as it loads it, and redact() takes them out of any text shown."""
+    global _held
+    new = {s for s in secrets if s and len(s) >= _MIN_SECRET} - set(_held)
+    if new:
+        _held = tuple(sorted({*_held, *new}, key=len, reverse=True))
+
+
+def forget_held() -> None:
+    """For tests: one test's credentials must not take words out of the next one's output."""
+    global _held
+    _held = ()
+
+
+def redact(text: str) -> str:
+    """The text without any credential the tool holds, and with URL credentials masked (mask_url)."""
+    for secret in _held:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return mask_url(text)
+
+
 def one_line(text: object, limit: int = SERVER_TEXT_LIMIT) -> str:
     """`text` as one printable line of at most about `limit` characters: control and format characters are
     replaced by visible escapes (a newline becomes the two characters \\n), and a longer text is cut with a
-    marker that says how long it was. Credentials in URLs it quotes are masked (mask_url)."""
-    s = mask_url(str(text).strip())
+    marker that says how long it was. No credential is left in it (redact): a server may echo the caller's token."""
+    s = redact(str(text).strip())
     if len(s) <= limit and _ALL_SAFE.fullmatch(s):
         return s
     out: list[str] = []

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 
 import pytest
+
+from kubectl_desched import sanitize
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -16,3 +19,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_IGN:
             signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def _forget_held_credentials() -> Iterator[None]:
+    """What one test's connect() held (sanitize.hold) must not take words out of the next test's output."""
+    yield
+    sanitize.forget_held()

@@ -5,8 +5,8 @@ skipped; for each map entry and for current-context the first file that sets it 
 ~/.kube/config, else the in-cluster service account. --context, --cluster and --user override the
 current context's parts. Auth (tokens, client certs, exec plugins, auth providers) is the kubernetes
 client's; reading and merging the files is ours, bounded like every input (safeload.py), so that no error names an
-entry by its content: the client's merger names entries by their repr, token and all. Every message that may carry
-the client's words is scrubbed of the credentials the files hold."""
+entry by its content: the client's merger names entries by their repr, token and all. Every credential the files,
+the flags and the client hold is handed to sanitize.hold, which takes them out of every text shown."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.kube import httplog, overrides
-from kubectl_desched.sanitize import mask_url, short
+from kubectl_desched.sanitize import hold, mask_url, redact, short
 from kubectl_desched.shapes import printable
 
 if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
@@ -125,7 +125,6 @@ _SECRET_KEY_PARTS = ("token", "password", "passwd", "secret", "key", "credential
 # Under a user entry every string is taken for a credential (exec env values, auth-provider config) but these.
 _PLAIN_USER_KEYS = {"name", "username", "apiVersion", "command", "installHint", "interactiveMode", "cmd-path",
                     "client-certificate", "as", "as-uid", "provideClusterInfo"}
-_REDACTED = "<redacted>"
 
 
 @dataclass
@@ -147,16 +146,6 @@ class _Merged:
     config_files: dict[str, dict]
     secrets: set[str]
 
-    def scrub(self, message: str) -> str:
-        return scrub(message, self.secrets)
-
-
-def scrub(message: str, secrets: set[str]) -> str:
-    """The message without any credential of the kubeconfig, on one line."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        message = message.replace(secret, _REDACTED)
-    return short(message, 300)
-
 
 def _secrets(doc: dict) -> set[str]:
     found: set[str] = set()
@@ -174,7 +163,7 @@ def _secrets(doc: dict) -> set[str]:
                         found.add(v)
                 else:
                     todo.append((v, user))
-    return {s for s in found if len(s) >= 4}  # a shorter one would scrub words out of every message
+    return found
 
 
 def _read_kubeconfig(path: str) -> tuple[dict, set[str]]:
@@ -317,12 +306,44 @@ def connect(opts: KubeOptions) -> Connection:
         # kubectl needs no kubeconfig when the flags name the server
         merged = _Merged({item: [] for item in _ENTRIES}, ["(flags)"], {}, set()), ""
     merger, ctx_name = merged
-    if opts.flags.token:
-        merger.secrets.add(opts.flags.token)
+    hold(*merger.secrets, opts.flags.token)
     try:
         return _connect(opts, cfg, merger, ctx_name)
     except DeschedError as e:  # the client's words may quote the files: no credential leaves here
-        raise type(e)(merger.scrub(str(e))) from None
+        raise type(e)(short(redact(str(e)), 300)) from None
+
+
+def _hold_credentials(cfg: k8s_client.Configuration) -> None:
+    """Hand what the client authenticates with to sanitize.hold, so that no server's text can show it: the token or
+    basic-auth header (from the kubeconfig, a token file, an exec plugin or an auth provider), the client key; and
+    again after each refresh (an exec plugin's next token)."""
+    for value in (cfg.api_key or {}).values():
+        hold(value, value.partition(" ")[2])  # "Bearer TOKEN", "Basic BASE64"
+    hold(cfg.password)
+    if cfg.key_file:
+        hold(*_key_material(cfg.key_file))
+    if cfg.refresh_api_key_hook is not None and not isinstance(cfg.refresh_api_key_hook, _HoldRefreshed):
+        cfg.refresh_api_key_hook = _HoldRefreshed(cfg.refresh_api_key_hook)
+
+
+class _HoldRefreshed:
+    """The client's refresh hook, then what it refreshed held (the hook may put its own back: wrapped again)."""
+
+    def __init__(self, hook: Any) -> None:
+        self.hook = hook
+
+    def __call__(self, cfg: k8s_client.Configuration) -> None:
+        self.hook(cfg)
+        _hold_credentials(cfg)
+
+
+def _key_material(path: str) -> list[str]:
+    """A client key file whole and each base64 line of it (a server could echo one)."""
+    try:
+        text = safeload.read_file(path).strip()
+    except UsageError:
+        return []
+    return [text, *(line.strip() for line in text.splitlines() if len(line.strip()) >= 16 and "-----" not in line)]
 
 
 def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Connection:
@@ -342,6 +363,7 @@ def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Con
     if flags.certificate_authority or flags.insecure_skip_tls_verify:
         cfg.ssl_ca_cert = overrides.cluster({}, flags).get("certificate-authority")
         cfg.verify_ssl = not flags.insecure_skip_tls_verify
+    _hold_credentials(cfg)
     with open(f"{_SA_DIR}/namespace") as f:
         namespace = opts.namespace or f.read().strip() or "default"
     return Connection(api_client(cfg, opts), mask_url(cfg.host), "(in-cluster)", namespace, _timeout(opts),
@@ -405,6 +427,7 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
         raise UsageError(f"{where}: cannot load credentials: {e or type(e).__name__}") from None
     if not cfg.host:
         raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
+    _hold_credentials(cfg)
     namespace = opts.namespace or entry.get("namespace") or "default"
     server = mask_url(cfg.host)  # what is shown: the requests go to cfg.host
     return Connection(api_client(cfg, opts), server, ctx_name or server, namespace, _timeout(opts),

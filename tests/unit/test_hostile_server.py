@@ -337,7 +337,7 @@ class _Served(http.server.ThreadingHTTPServer):
 @pytest.fixture
 def http_fake() -> Iterator[_Served]:
     served = _Served(FakeAPI(), {})
-    thread = threading.Thread(target=served.serve_forever, daemon=True)
+    thread = threading.Thread(target=served.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield served
     served.shutdown()
