@@ -316,8 +316,10 @@ def connect(opts: KubeOptions) -> Connection:
 def _hold_credentials(cfg: k8s_client.Configuration) -> None:
     """Hand what the client authenticates with to sanitize.hold, so that no server's text can show it: the token or
     basic-auth header (from the kubeconfig, a token file, an exec plugin or an auth provider), the client key; and
-    again after each refresh (an exec plugin's next token)."""
-    for value in (cfg.api_key or {}).values():
+    again after each refresh (an exec plugin's next token). A token file's line end is trimmed on the way, as
+    client-go trims it: the client would put it in the header, which no header may hold."""
+    for name, value in (cfg.api_key or {}).items():
+        cfg.api_key[name] = value = value.strip()
         hold(value, value.partition(" ")[2])  # "Bearer TOKEN", "Basic BASE64"
     hold(cfg.password)
     if cfg.key_file:

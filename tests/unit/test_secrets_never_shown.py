@@ -136,7 +136,7 @@ def _user(kind: str, tmp_path: Path) -> dict[str, object]:
     if kind == "token":
         return {"token": TOKEN}
     if kind == "token-file":
-        (tmp_path / "token").write_text(TOKEN)
+        (tmp_path / "token").write_text(TOKEN + "\n")  # as `echo $TOKEN >token` writes it
         return {"tokenFile": str(tmp_path / "token")}
     if kind == "exec":
         plugin = tmp_path / "plugin.sh"
