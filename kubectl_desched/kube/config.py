@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.kube import httplog, overrides
+from kubectl_desched.kube import execplugin, httplog, overrides
 from kubectl_desched.sanitize import hold, mask_url, redact, short
 from kubectl_desched.shapes import printable
 
@@ -53,6 +55,7 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
     """The client every request goes through. It sends kubectl's impersonation headers, so the server acts (and
     authorizes, the RBAC preflight included) as that identity: one Impersonate-Group header per group, as the
     apiserver reads them (the client's default headers hold one value per name). It logs what -v asks for."""
+    import urllib3
     from kubernetes import client as k8s_client
     from urllib3 import HTTPHeaderDict
 
@@ -79,6 +82,10 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
             return resp
 
     api = KubectlClient(cfg)
+    if not cfg.verify_ssl and cfg.host.startswith("https:"):
+        # urllib3 would warn at each new host in a block of several lines; once, in one line, is enough
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+        sys.stderr.write("warning: the server's certificate is not verified (insecure-skip-tls-verify)\n")
     # The server's audit log and metrics name the client: ours, not the generated client's "OpenAPI-Generator".
     api.user_agent = f"kubectl-desched/{__version__} (python)"
     if opts.as_user:
@@ -284,6 +291,14 @@ def context_namespace(opts: KubeOptions) -> str:
     return _context_entry(merger, ctx_name).get("namespace") or "default"
 
 
+def _exec_bound(opts: KubeOptions) -> float:
+    """How long an exec credential plugin may take: --request-timeout, else longer when the client hands the
+    plugin the terminal (stdout is one) for a login than when nobody can answer it."""
+    if opts.request_timeout > 0:
+        return opts.request_timeout
+    return execplugin.INTERACTIVE_BOUND if sys.stdout.isatty() else execplugin.DEFAULT_BOUND
+
+
 def _timeout(opts: KubeOptions) -> Timeout:
     if opts.request_timeout > 0:
         return (opts.request_timeout, opts.request_timeout)
@@ -414,8 +429,12 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     try:
         loader = KubeConfigLoader(config_dict=ConfigNode(where, tree, merger.paths[0]),
                                   active_context=_OVERRIDE_CONTEXT, config_base_path=None)
+        if "exec" in user:
+            execplugin.bound(_exec_bound(opts))
         with _client_log() as logged:
             loader.load_and_set(cfg)
+        if "exec" in user and (late := execplugin.timed_out()) is not None:
+            raise DeschedError(str(late))
         if "exec" in user and not (cfg.api_key or cfg.cert_file):
             # The client only logs a failed exec plugin and goes on without credentials; kubectl stops.
             why = logged[0] if logged else "it returned no token or client certificate"
@@ -423,7 +442,7 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
                              f'{why}')
     except ConfigException as e:
         raise UsageError(f"{where}: {e}") from None
-    except UsageError:
+    except DeschedError:
         raise
     except Exception as e:
         raise UsageError(f"{where}: cannot load credentials: {e or type(e).__name__}") from None

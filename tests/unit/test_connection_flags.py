@@ -5,6 +5,11 @@ apiserver)."""
 from __future__ import annotations
 
 import os
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +245,30 @@ def test_a_page_names_its_first_bytes_before_the_rest_is_read(tmp_path: Path) ->
     assert request_raw(conn, "GET", "/api/v1/pods", head=lambda first: heads.append((first, wire.tell()))) == body
     assert heads == [(body[:PEEK], heads[0][1])]  # once, inflated
     assert heads[0][1] < sent // 4  # the rest was still unread
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its server's certificate with openssl")
+def test_an_unverified_server_is_one_warning_line_not_urllib3s_block(tmp_path: Path) -> None:
+    """urllib3 warns in a block of lines (the warning, then `warnings.warn(` and its source line) at each new host;
+    the tool says it once, in one line. In a child process: pytest would catch the warning itself."""
+    from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, _Served
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fake",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    served = _Served(FakeAPI(), {})
+    served.socket = tls.wrap_socket(served.socket, server_side=True)
+    threading.Thread(target=served.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "HOME": str(tmp_path), "NO_COLOR": "1"}
+        run = subprocess.run([sys.executable, "-m", "kubectl_desched", *DESCHEDULE, "--insecure-skip-tls-verify",
+                              "-s", f"https://127.0.0.1:{served.server_address[1]}", "--token", "t0ken-abc",
+                              "--dry-run=client"], capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        served.shutdown()
+        served.server_close()
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == ["warning: the server's certificate is not verified (insecure-skip-tls-verify)"]
+    assert "Plan: 2 pods to evict" in run.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -169,6 +170,46 @@ def test_a_failing_exec_plugin_stops_with_its_reason(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
         connect(KubeOptions(kubeconfig=str(cfg)))
     assert str(err.value) == 'kubeconfig user "u": exec credential plugin failed: exec: process returned 1'
+
+
+def _hanging_plugin(tmp_path: Path) -> tuple[Path, Path]:
+    """A kubeconfig whose exec plugin never answers: a shell whose child (it too holds the pipes) sleeps."""
+    script = tmp_path / "hangs.sh"
+    script.write_text("#!/bin/sh\nsleep 5\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    cfg = _kubeconfig(tmp_path / "exec.yaml", current="e", clusters={"c": "https://exec.example"},
+                      contexts={"e": {"cluster": "c", "user": "u"}},
+                      users={"u": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                            "command": str(script), "interactiveMode": "Never"}}})
+    return cfg, script
+
+
+def test_a_hanging_exec_plugin_is_bounded_by_the_request_timeout(tmp_path: Path) -> None:
+    cfg, script = _hanging_plugin(tmp_path)
+    start = time.monotonic()
+    with pytest.raises(DeschedError) as err:
+        connect(KubeOptions(kubeconfig=str(cfg), request_timeout=0.5))
+    assert time.monotonic() - start < 3
+    assert str(err.value) == f"exec credential plugin {script} did not answer within 0.5s"
+    assert not isinstance(err.value, UsageError)  # nothing typed was wrong: exit code 1
+
+
+def test_a_hanging_exec_plugin_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.unit.test_hostile_server import assert_one_error_line, run_main
+
+    cfg, script = _hanging_plugin(tmp_path)
+    code, _out, err = run_main(monkeypatch, capsys, "deschedule", "--plugin", "RemovePodsViolatingNodeTaints",
+                               "--kubeconfig", str(cfg), "--request-timeout", "1s")
+    assert code == 1
+    assert assert_one_error_line(err) == f"error: exec credential plugin {script} did not answer within 1s"
+
+
+def test_an_exec_plugin_has_30s_without_request_timeout_or_5m_at_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kube_config._exec_bound(KubeOptions(request_timeout=7)) == 7
+    assert kube_config._exec_bound(KubeOptions()) == 30  # pytest's stdout is not a terminal
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # the client then gives the plugin the terminal
+    assert kube_config._exec_bound(KubeOptions()) == 300
 
 
 def _usage_error(opts: KubeOptions, *, namespace_too: bool = True) -> str:
