@@ -10,11 +10,11 @@ from typing import Any
 import click
 
 from kubectl_desched.evictors.base import EvictionResult, timestamp
+from kubectl_desched.framework.placement import Placement, node_warnings
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.output import LazyItems
 from kubectl_desched.output import sort_key as output_order
-from kubectl_desched.placement import Placement
 from kubectl_desched.quantity import fmt_pct, format_resource
 from kubectl_desched.tables import plain_table
 
@@ -51,13 +51,23 @@ def plan_summary(plan: EvictionPlan) -> str:
     parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to evict from {nodes} node{'s' if nodes != 1 else ''}"]
     if plan.kept_by_pdb:
         parts.append(f"{len(plan.kept_by_pdb)} kept because a PodDisruptionBudget would refuse them")
+    if plan.kept_futile:
+        parts.append(f"{len(plan.kept_futile)} kept: the move would change nothing")
     refused = sum(1 for c in plan.candidates if c.pdb_refusals)
     if refused:
         parts.append(f"{refused} the API will refuse (PodDisruptionBudgets, --no-respect-pdbs)")
-    warnings = len({w for c in plan.candidates for w in c.warnings})
+    # Every warning the plan text prints: the candidates' (listed once each) and the nodes'.
+    warnings = len({w for c in plan.candidates for w in c.warnings}) + sum(map(len, _node_warnings(plan).values()))
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
     return "; ".join(parts)
+
+
+def _node_warnings(plan: EvictionPlan) -> dict[str, list[str]]:
+    placement = plan.placement
+    if placement is None or not plan.candidates:
+        return {}
+    return node_warnings(placement, plan.candidates, plan.state.nodes, plan.targets)
 
 
 def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placement | None = None, *,
@@ -98,6 +108,7 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
 def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | None = None) -> list[dict[str, Any]]:
     """With a placement estimate, "after" on requests also counts the replacements that would land."""
     state = plan.state
+    warned = _node_warnings(plan) if placement is not None else {}
     moving: dict[str, int] = {}
     landing: dict[str, int] = {}
     for c in plan.candidates:
@@ -117,6 +128,7 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | 
             "landing": landing.get(n.name, 0),  # replacements the placement estimate puts here
             # Still counted in `now` and `after` until they are gone, as upstream counts them.
             "terminating": sum(p.terminating and not p.is_terminal for p in state.all_pods_on_node(n.name)),
+            "warnings": warned.get(n.name, []),
         }
         measured = plan.usage_reports.get(n.name)
         if measured is not None:
@@ -186,7 +198,7 @@ def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str,
                                                   "tiedWith": list(d.tied), "recreated": d.recreated}}
     doc = {
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
-        "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "owner": _owner(p),
+        "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "futile": c.futile, "owner": _owner(p),
         "priority": p.priority, "qos": p.qos,
         "requests": {k: format_resource(k, v) for k, v in p.requests.items()}, "labels": dict(p.labels),
     }
@@ -210,6 +222,10 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
     doc["candidates"] = LazyItems(plan.candidates, lambda c: candidate_doc(c, placement)) if lazy else \
         [candidate_doc(c, placement) for c in plan.candidates]
     doc["nodes"] = node_rows(plan, nodes, placement)
+    doc["kept"] = [{"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": plugin,
+                    "why": why, "kind": kind}
+                   for kind, kept in (("pdb", plan.kept_by_pdb), ("futile", plan.kept_futile))
+                   for p, plugin, why in kept.values()]
     doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
     doc["errors"] = list(plan.errors)
     if results is not None:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from kubectl_desched.framework import Registry
     from kubectl_desched.framework.plan import EvictionPlan
     from kubectl_desched.framework.runner import Scope
+    from kubectl_desched.policy import Policy
     from kubectl_desched.state import ClusterState
 
 _uid = itertools.count(1)
@@ -293,7 +294,14 @@ def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
     from kubectl_desched.policy import decode_policy, policy_from_plugins
 
     raw = policy_from_plugins(plugins, evictor_args or {}, limits or {})
-    return run(decode_policy(raw, registry or in_tree_registry(), "flags"), state, scope or Scope())
+    return run(as_upstream(decode_policy(raw, registry or in_tree_registry(), "flags")), state, scope or Scope())
+
+
+def as_upstream(policy: Policy) -> Policy:
+    """The policy planned as upstream plans it: a move the placement estimate calls futile is planned too
+    (--keep-futile). Tests of a plugin's own semantics use it; tests/unit/test_futile_moves.py tests the default."""
+    policy.limits.keep_futile = True
+    return policy
 
 
 # --- Koordinator's MigrationController checks: owners with replicas, PodMigrationJobs, readiness ---------------------

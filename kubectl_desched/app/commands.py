@@ -22,7 +22,6 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.options import Options
-from kubectl_desched.placement import estimate
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import Painter, color_enabled, document
 from kubectl_desched.report import Report
@@ -84,7 +83,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                   all_pods=filters_read_other_nodes(policy) is not None)
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(plan.state, policy, loaded.scope)
-    placement = estimate(plan.state, plan.candidates) if plan.candidates else None  # the cluster as planned
+    placement = plan.placement if plan.candidates else None  # worked out move by move as the plan was made
     mode = _mode(opts, loaded)
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)

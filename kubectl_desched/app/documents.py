@@ -29,6 +29,7 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
                                  "filter": [u.spec.name for u in p.filters]} for p in policy.profiles]},
         "mode": mode,
         "respectPDBs": policy.limits.respect_pdbs,
+        "keepFutile": policy.limits.keep_futile,
         "maxPerWorkload": policy.limits.per_workload,
     }
 

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 import click
 
 from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.options import OutputOptions
-from kubectl_desched.placement import Placement
-from kubectl_desched.placement import warnings as placement_warnings
 from kubectl_desched.policy import Policy
 from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
@@ -89,6 +88,5 @@ def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, p
     if placement is not None:
         out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
                    "estimate (-o wide: DESTINATION).")
-        said = placement_warnings(placement, plan.candidates, plan.state.nodes, plan.targets)
-        out += [paint(f"warning: {w}", "yellow") for w in said]
+        out += [paint(f"warning: {w}", "yellow") for row in rows for w in row.get("warnings", ())]
     return "\n".join(out)

@@ -39,6 +39,7 @@ class PluginFlags:
     limits: Mapping[str, int] = field(default_factory=dict)  # policy field -> value, the given ones only
     per_workload: int | None = None
     respect_pdbs: bool = True
+    keep_futile: bool = False
 
 
 def registry(ctx: click.Context) -> Registry:
@@ -119,6 +120,10 @@ LIMIT_OPTIONS = [
     option(EVICTOR_FILTERS, "--respect-pdbs/--no-respect-pdbs", default=True, show_default=True,
            help="Keep a pod its PodDisruptionBudget would refuse and plan the next one, as upstream's real run "
                 "does; --no-respect-pdbs plans as upstream's dry run (PDBs ignored, a warning instead)."),
+    option(EVICTOR_FILTERS, "--keep-futile", is_flag=True, default=False,
+           help="Plan a pod even when its replacement would likely land back on its node, swap with another pod of "
+                "its workload, land where the plugin would pick it again or stay Pending (upstream's choice; "
+                "a warning instead). By default such a pod is kept and the plugin tries its next one."),
 ]
 
 
@@ -151,7 +156,7 @@ class PluginGroup:
         return PluginFlags(own["policy_file"], own["policy_patch"], tuple(own.get("plugins") or ()),
                            tuple(own.get("plugin_args") or ()), given,
                            {LIMITS[k]: own[k] for k in LIMITS if own[k] is not None},
-                           own["max_per_workload"], own["respect_pdbs"])
+                           own["max_per_workload"], own["respect_pdbs"], own["keep_futile"])
 
     def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -227,6 +232,7 @@ def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
     """The limits this tool adds to the policy's: they have no policy field upstream, only flags."""
     policy.limits.per_workload = flags.per_workload
     policy.limits.respect_pdbs = flags.respect_pdbs
+    policy.limits.keep_futile = flags.keep_futile
 
 
 def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any]) -> None:

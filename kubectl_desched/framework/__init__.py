@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         EvictOutcome,
         EvictStatus,
         Handle,
+        LandingView,
         PlanningEvictor,
         Plugin,
     )
@@ -34,6 +35,7 @@ __all__ = [
     "Evictor",
     "EvictorPlugin",
     "Handle",
+    "LandingView",
     "PlanningEvictor",
     "Plugin",
     "PluginArgs",

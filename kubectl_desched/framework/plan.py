@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubectl_desched.framework.overlay import PlannedState
-from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus
+from kubectl_desched.framework.placement import Destination, Estimator, Placement, workload_of
+from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
 from kubectl_desched.model import Pod
 from kubectl_desched.state import ClusterState
 
@@ -28,12 +29,9 @@ class Limits:
     # True: a pod its PDB would refuse is kept and the plugin goes on, as upstream's real run does after a 429.
     # False: PDBs are ignored as upstream's dry run ignores them (a warning on the candidate instead).
     respect_pdbs: bool = True
-
-
-def workload_of(pod: Pod) -> tuple[str, str, str] | None:
-    """The pod's controller as (namespace, kind, name): what --max-per-workload counts and warnings name."""
-    ref = pod.controller
-    return (pod.namespace, ref.kind, ref.name) if ref is not None else None
+    # False: a pod whose replacement the placement estimate lands where the move changes nothing is kept and the
+    # plugin goes on (futility below). True plans it anyway, as upstream does, with the reason as a warning.
+    keep_futile: bool = False
 
 
 @dataclass(slots=True)
@@ -46,6 +44,8 @@ class Candidate:
     # The warnings that say a PodDisruptionBudget will refuse it, counting the candidates planned before it: a
     # server dry run, which uses up no budget, must not call such a pod "would evict".
     pdb_refusals: list[str] = field(default_factory=list)
+    # Why the move would change nothing, planned anyway with --keep-futile (else such a pod is kept).
+    futile: str | None = None
 
 
 @dataclass
@@ -93,7 +93,25 @@ class EvictionPlan:
         self._per_ns: Counter[str] = Counter()
         self._pdb_used: Counter[tuple[str, str]] = Counter()
         self._per_workload: Counter[tuple[str, str, str]] = Counter()
-        self.kept_by_pdb: dict[int, str] = {}  # id(pod) -> why: selected, but its PDB would refuse it
+        # id(pod) -> (pod, plugin, why): selected, but kept because its PDB would refuse it, or because the move
+        # would change nothing
+        self.kept_by_pdb: dict[int, tuple[Pod, str, str]] = {}
+        self.kept_futile: dict[int, tuple[Pod, str, str]] = {}
+        self._leaving: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # workload -> nodes it is evicted from
+        self._estimator: Estimator | None = None
+
+    @property
+    def estimator(self) -> Estimator:
+        """The placement estimate, move by move in eviction order; made at the first move (a plan with none
+        builds nothing)."""
+        if self._estimator is None:
+            self._estimator = Estimator(self.cluster)
+        return self._estimator
+
+    @property
+    def placement(self) -> Placement | None:
+        """Each candidate's estimated destination; None on explain's quick read of one node, which cannot place."""
+        return self._estimator.placement if self._estimator is not None else None
 
     def note(self, pod: Pod, plugin: str, text: str) -> None:
         """Why a pod looked at is kept. A plugin stopping on a node notes its remaining pods with equal texts, in a
@@ -130,17 +148,69 @@ class EvictionPlan:
     def node_reached(self, node: str) -> bool:
         return self.limits.per_node is not None and self._per_node[node] >= self.limits.per_node
 
-    def add(self, pod: Pod, options: EvictOptions, profile: str) -> Candidate:
+    def add(self, pod: Pod, options: EvictOptions, profile: str, futile: str | None = None) -> Candidate:
         refusals = self._pdb_refusals(pod)
-        cand = Candidate(pod, options.plugin, options.reason, profile, list(refusals), refusals)
+        cand = Candidate(pod, options.plugin, options.reason, profile, list(refusals), refusals, futile)
+        if futile:
+            cand.warnings.append(f"{futile}: the move may change nothing (--keep-futile)")
         self.candidates.append(cand)
         self._per_node[pod.node_name] += 1
         self._per_ns[pod.namespace] += 1
         w = workload_of(pod)
         if w is not None:
             self._per_workload[w] += 1
+            self._leaving[w].add(pod.node_name)
         self.state.plan(pod)
         return cand
+
+    def futility(self, pod: Pod, dest: Destination, plugin: Plugin | None) -> str | None:
+        """Why evicting the pod would change nothing, its replacement landing at `dest`: it stays Pending; or,
+        for a plugin that wants the pod elsewhere, any node the scheduler may pick (ties included) is its own
+        node, a node its workload is being evicted from (a swap), a node the plugin puts in the source node's
+        class, a node the landing puts over the plugin's targets, or one the plugin's own rule refuses."""
+        if dest.node is None:
+            return f"its replacement would stay Pending ({dest.why})" if dest.recreated else None
+        if plugin is None or not plugin.relocates:
+            return None
+        w = workload_of(pod)
+        leaving = self._leaving.get(w, ()) if w is not None else ()
+        source = self._klass(pod.node_name, plugin.name)
+        tie = f" (tied with {', '.join(n for n in dest.tied if n != dest.node)})" if len(dest.tied) > 1 else ""
+        for name in dict.fromkeys((dest.node, *dest.tied)):
+            if name == pod.node_name:
+                return f"would land back on {name}" + ("" if name == dest.node else f", tied with {dest.node}")
+            where = f"would land on {name}" + ("" if name == dest.node else f", tied with {dest.node}")
+            if name in leaving and w is not None:
+                return f"{where}, which another pod of {w[1]} {w[0]}/{w[2]} is leaving"
+            klass = self._klass(name, plugin.name)
+            if source and klass == source and klass != "appropriately utilized":
+                return f"{where}, also {klass}"
+            over = self._over_targets(pod, name, plugin.name)
+            if over:
+                return f"{where}, putting it over {plugin.name}'s targets ({over})"
+            node = self.cluster.nodes.get(name)
+            problem = plugin.landing_problem(pod, node, self.estimator) if node is not None else None
+            if problem:
+                return problem + ("" if name == dest.node else tie)
+        return None
+
+    def _klass(self, node: str, plugin: str) -> str | None:
+        return next((r.klass for r in self.node_reports.get(node, ()) if r.plugin == plugin), None)
+
+    def _over_targets(self, pod: Pod, name: str, plugin: str) -> str:
+        limits = self.targets.get(plugin)
+        node = self.cluster.nodes.get(name)
+        if not limits or node is None:
+            return ""
+        used = self.estimator.placement.used.get(name, {})
+        over = []
+        for r, limit in limits.items():
+            cap = node.allocatable.get(r)
+            if cap:
+                pct = (used.get(r, 0.0) + (1.0 if r == "pods" else pod.requests.get(r, 0.0))) / cap * 100
+                if pct > limit:
+                    over.append(f"{r} {round(pct, 1):g}% > {limit:g}%")
+        return ", ".join(over)
 
     def pdb_refusal(self, pod: Pod) -> str | None:
         """Why the API would refuse this pod's eviction (429), counting the candidates planned before it; None
@@ -168,7 +238,8 @@ class EvictionPlan:
 
 
 class ProfileEvictor:
-    """The Evictor a profile's plugins get: scope, then the profile's filter plugins, then limits."""
+    """The Evictor a profile's plugins get: scope, then the profile's filter plugins, then limits, budgets and
+    whether the move would change anything."""
 
     def __init__(self, plan: EvictionPlan, profile: str, scope: ScopeCheck) -> None:
         self.plan = plan
@@ -176,6 +247,7 @@ class ProfileEvictor:
         self.scope = scope
         self.filters: list[EvictorPlugin] = []
         self.pre_filters: list[EvictorPlugin] = []
+        self.plugins: dict[str, Plugin] = {}  # the profile's plugins by name, to judge their landings
 
     def why_kept(self, pod: Pod) -> str | None:
         """The first reason this pod may not be evicted at all, in explain's words."""
@@ -214,10 +286,21 @@ class ProfileEvictor:
         if self.plan.limits.respect_pdbs:
             refused = self.plan.pdb_refusal(pod)
             if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
-                self.plan.kept_by_pdb[id(pod)] = refused
+                self.plan.kept_by_pdb[id(pod)] = (pod, options.plugin, refused)
                 self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: {refused}")
                 return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
-        self.plan.add(pod, options, self.profile)
+        futile = None
+        if not self.plan.one_node:  # one node alone cannot say where a replacement lands
+            estimator = self.plan.estimator
+            futile = self.plan.futility(pod, estimator.move(pod), self.plugins.get(options.plugin))
+            if futile and not self.plan.limits.keep_futile:
+                estimator.undo()
+                self.plan.kept_futile[id(pod)] = (pod, options.plugin, futile)
+                self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: the move would "
+                                                    f"change nothing: {futile}")
+                return self._outcome(pod, EvictStatus.FUTILE)
+            estimator.keep()
+        self.plan.add(pod, options, self.profile, futile)
         return self._outcome(pod, EvictStatus.EVICTED)
 
     def _outcome(self, pod: Pod, status: EvictStatus) -> EvictOutcome:

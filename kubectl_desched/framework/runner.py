@@ -125,6 +125,7 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
             return instances[use.spec.name]
 
         evictor.filters = [instance(u) for u in prof.filters]
+        evictor.plugins = instances
         evictor.pre_filters = [instance(u) for u in prof.pre_eviction_filters]
         nodes = [n for n in all_nodes if prof.node_selector is None or prof.node_selector(n.labels)]
         for point, uses in (("deschedule", prof.deschedule), ("balance", prof.balance)):

@@ -32,6 +32,7 @@ class EvictStatus(Enum):
     NODE_LIMIT = "node limit reached"
     NAMESPACE_LIMIT = "namespace limit reached"
     WORKLOAD_LIMIT = "workload limit reached"
+    FUTILE = "kept: the move would change nothing"
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,14 @@ class Handle(Protocol):
         ...
 
 
+class LandingView(Protocol):
+    """What a plugin may ask of the placement estimate when it judges a landing (framework/placement.py)."""
+
+    def owned(self, pod: Pod, node: str) -> int:
+        """Running pods of the pod's controller on the node, as the moves planned so far leave it."""
+        ...
+
+
 class Plugin(ABC):
     """Every plugin has a unique name; `args_type` (a PluginArgs dataclass) holds its args, `cli` the flags that
     set them and its defaults from flags (framework/flags.py)."""
@@ -107,6 +116,10 @@ class Plugin(ABC):
     args_type: ClassVar[type | None] = None
     description: ClassVar[str] = ""
     cli: ClassVar[CliSurface] = CliSurface()
+    # Whether the plugin's goal is the pod running on another node (a Balance plugin, a placement violation):
+    # then a replacement estimated to land back on its node, or on one its workload is leaving, is a futile move.
+    # PodLifeTime and the like only want a new pod, wherever it lands.
+    relocates: ClassVar[bool] = False
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args
@@ -135,6 +148,13 @@ class Plugin(ABC):
     def estimates_nodes(cls) -> bool:
         return cls.estimate_node is not Plugin.estimate_node
 
+    def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
+        """Why the pod's replacement landing on `node` would leave this plugin's rule broken again, so evicting
+        it changes nothing (e.g. "would be a duplicate again on worker-2"); None when the move serves the
+        rule. Asked only of a pod the plugin picked, with --keep-futile off; the framework already checks a
+        landing back on its own node and the node classes the plugin reported."""
+        return None
+
 
 class DeschedulePlugin(Plugin):
     """Checks pods one by one against a rule they no longer meet."""
@@ -145,6 +165,8 @@ class DeschedulePlugin(Plugin):
 
 class BalancePlugin(Plugin):
     """Looks at a group of pods or nodes and decides which pods to move to even things out."""
+
+    relocates = True
 
     @abstractmethod
     def balance(self, nodes: list[Node]) -> None: ...

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from kubectl_desched.framework.plan import Candidate, EvictionPlan, workload_of
+from kubectl_desched.framework.placement import workload_of
+from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model import Pod
 from kubectl_desched.state import ClusterState
 

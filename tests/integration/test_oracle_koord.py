@@ -26,8 +26,8 @@ def test_koordinator_and_ours_agree(koord_cluster: Any, koord_descheduler: Path,
     kubeconfig = koord_cluster.kubeconfig_for()
     made = create_objects(koord_cluster, case)
     try:
-        proc = desched(kubeconfig, "run", "--no-respect-pdbs", "--policy", str(case.policy), "--dry-run=client",
-                           "-o", "json")
+        proc = desched(kubeconfig, "run", "--keep-futile", "--no-respect-pdbs", "--policy", str(case.policy),
+                           "--dry-run=client", "-o", "json")
         theirs = run_koord(koord_descheduler, kubeconfig, case.policy, tmp_path,
                            cycles=6 if case.choose else 3)
     finally:

@@ -28,8 +28,8 @@ def test_upstream_and_ours_agree(oracle_cluster: Any, upstream_descheduler: Path
         # Both only read the cluster (dry runs), so they run side by side.
         with ThreadPoolExecutor(max_workers=1) as pool:
             theirs = pool.submit(run_upstream, upstream_descheduler, kubeconfig, case.policy)
-            proc = desched(kubeconfig, "run", "--no-respect-pdbs", "--policy", str(case.policy), "--dry-run=client",
-                           "-o", "json")
+            proc = desched(kubeconfig, "run", "--keep-futile", "--no-respect-pdbs", "--policy", str(case.policy),
+                           "--dry-run=client", "-o", "json")
             upstream = theirs.result()
         assert proc.returncode == 0, proc.stderr
         ours = {f"{c['namespace']}/{c['pod']}" for c in as_json(proc)["candidates"]}

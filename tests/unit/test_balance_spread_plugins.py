@@ -23,6 +23,7 @@ from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import 
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds
 
 RD = "RemoveDuplicates"
@@ -624,7 +625,7 @@ def test_evictions_of_an_earlier_plugin_are_seen() -> None:
     # of 2 and the spread plugin moves one more, not the two it would move from [3, 0]
     objs = zones("zoneA", "zoneB") + layout({"n1": 3})
     raw = policy_from_plugins([(RD, "balance", {}), (TSC, "balance", {})], {}, {})
-    plan = run(decode_policy(raw, registry(), "flags"), _state(objs), Scope())
+    plan = run(as_upstream(decode_policy(raw, registry(), "flags")), _state(objs), Scope())
     assert [(c.plugin, c.pod.name) for c in plan.candidates] == [(RD, "p002"), (TSC, "p001")]
 
 
@@ -672,7 +673,7 @@ def _big_cluster(scale: int) -> ClusterState:
 
 @pytest.mark.parametrize("plugin", [RD, TSC])
 def test_scales_linearly_to_20000_pods_on_1000_nodes(plugin: str) -> None:
-    policy = decode_policy(policy_from_plugins([(plugin, "balance", {})], {}, {}), registry(), "flags")
+    policy = as_upstream(decode_policy(policy_from_plugins([(plugin, "balance", {})], {}, {}), registry(), "flags"))
     seconds = {}
     for scale in (1, 4):
         state = _big_cluster(scale)

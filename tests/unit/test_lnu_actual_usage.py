@@ -16,6 +16,7 @@ from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 LNU = "LowNodeUtilization"
 ARGS = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50},
@@ -47,9 +48,9 @@ def busy_by_usage() -> list[dict[str, Any]]:
 
 def test_required_kinds_follow_the_source() -> None:
     registry = in_tree_registry()
-    with_metrics = decode_policy(policy_from_plugins([(LNU, "balance", ARGS)], {}, {}), registry, "flags")
+    with_metrics = as_upstream(decode_policy(policy_from_plugins([(LNU, "balance", ARGS)], {}, {}), registry, "flags"))
     plain = {k: v for k, v in ARGS.items() if k != "metricsUtilization"}
-    by_requests = decode_policy(policy_from_plugins([(LNU, "balance", plain)], {}, {}), registry, "flags")
+    by_requests = as_upstream(decode_policy(policy_from_plugins([(LNU, "balance", plain)], {}, {}), registry, "flags"))
     assert with_metrics.required_kinds() == {"NodeMetrics", "PodMetrics"}
     assert by_requests.required_kinds() == set()
 

@@ -19,6 +19,7 @@ from kubectl_desched.plugins.koordinator import priority_class, qos_class, raw_a
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 LNL = "LowNodeLoad"
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)  # NodeMetrics below were reported 60 s earlier
@@ -373,7 +374,7 @@ def test_a_node_balanced_by_one_pool_is_left_out_of_the_later_pools() -> None:
 
 def test_missing_node_metric_objects_stop_with_one_line() -> None:
     raw = policy_from_plugins([(LNL, "balance", CPU_PODS_30_50)], {}, {})
-    policy = decode_policy(raw, in_tree_registry(), "flags")
+    policy = as_upstream(decode_policy(raw, in_tree_registry(), "flags"))
     assert policy.required_kinds() == {"NodeMetric"}
     objs = standard()
     state = ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],

@@ -17,6 +17,7 @@ from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_t
 from kubectl_desched.selectors import parse_selector
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 LNU = "LowNodeUtilization"
 CPU_ARGS = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}
@@ -30,7 +31,7 @@ def plan_for(objs: list[dict[str, Any]], lnu_args: dict[str, Any] | None = None,
              evictor_args: dict[str, Any] | None = None, limits: dict[str, int | None] | None = None,
              scope: Scope | None = None, respect_pdbs: bool = True, per_workload: int | None = None) -> EvictionPlan:
     raw = policy_from_plugins([(LNU, "balance", lnu_args or CPU_ARGS)], evictor_args or {}, limits or {})
-    policy = decode_policy(raw, in_tree_registry(), "flags")
+    policy = as_upstream(decode_policy(raw, in_tree_registry(), "flags"))
     policy.limits.respect_pdbs = respect_pdbs
     policy.limits.per_workload = per_workload
     return run(policy, _state(objs), scope or Scope())
@@ -366,7 +367,8 @@ def test_scope_pod_selector() -> None:
 def test_scope_nodes() -> None:
     objs = [b.node("empty"), b.node("other-empty"), *_busy_node()]
     scope = Scope(node_names={"n1", "empty"})
-    policy = decode_policy(policy_from_plugins([(LNU, "balance", CPU_ARGS)], {}, {}), in_tree_registry(), "flags")
+    raw = policy_from_plugins([(LNU, "balance", CPU_ARGS)], {}, {})
+    policy = as_upstream(decode_policy(raw, in_tree_registry(), "flags"))
     state = _state(objs)
     assert [n.name for n in considered_nodes(state, policy, scope)] == ["empty", "n1"]
     plan = run(policy, state, scope)
@@ -482,7 +484,7 @@ def _two_profile_policy(second_target: int) -> dict[str, Any]:
 
 def test_evictions_of_one_profile_are_seen_by_the_next() -> None:
     objs = [b.node("empty"), *_busy_node()]
-    policy = decode_policy(_two_profile_policy(50), in_tree_registry(), "two.yaml")
+    policy = as_upstream(decode_policy(_two_profile_policy(50), in_tree_registry(), "two.yaml"))
     plan = run(policy, _state(objs), Scope())
     assert evicted(plan) == ["n1-p0", "n1-p1"]  # not four: the second profile sees n1 at 50%
     assert {c.profile for c in plan.candidates} == {"first"}
@@ -492,7 +494,7 @@ def test_evictions_of_one_profile_are_seen_by_the_next() -> None:
 
 def test_second_profile_moves_other_pods() -> None:
     objs = [b.node("empty"), *_busy_node()]
-    policy = decode_policy(_two_profile_policy(25), in_tree_registry(), "two.yaml")
+    policy = as_upstream(decode_policy(_two_profile_policy(25), in_tree_registry(), "two.yaml"))
     plan = run(policy, _state(objs), Scope())
     assert [(c.pod.name, c.profile) for c in plan.candidates] == [("n1-p0", "first"), ("n1-p1", "first"),
                                                                    ("n1-p2", "second")]

@@ -23,8 +23,8 @@ def test_our_candidates_are_upstreams(case: Case, tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))  # a snapshot needs no cluster
     snapshot = tmp_path / "snapshot.yaml"
     snapshot.write_text(yaml.safe_dump(as_snapshot(case)))
-    # Upstream's dry run ignores PodDisruptionBudgets: --no-respect-pdbs plans as it does.
-    result = CliRunner().invoke(cli, ["run", "--no-respect-pdbs", "--policy", str(case.policy),
+    # Upstream's dry run ignores PodDisruptionBudgets and plans futile moves: --keep-futile --no-respect-pdbs.
+    result = CliRunner().invoke(cli, ["run", "--keep-futile", "--no-respect-pdbs", "--policy", str(case.policy),
                                       "--from-file", str(snapshot), "-o", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -22,7 +22,7 @@ CASES = koord_cases()
 def _run(case: Case, tmp_path: Path, *args: str) -> dict:
     snapshot = tmp_path / "snapshot.yaml"
     snapshot.write_text(yaml.safe_dump(as_snapshot(case)))
-    result = CliRunner().invoke(cli, [*args, "--no-respect-pdbs", "--policy", str(case.policy),
+    result = CliRunner().invoke(cli, [*args, "--keep-futile", "--no-respect-pdbs", "--policy", str(case.policy),
                                       "--from-file", str(snapshot), "-o", "json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)

@@ -44,20 +44,20 @@ def on_terminal(*args: str, rows: int = 10, pager: str = "sed 's/^/PAGED: /'") -
 
 def test_a_plan_taller_than_the_terminal_is_paged() -> None:
     out = on_terminal("balance", "--from-file", DEMO, "-A")
-    assert "PAGED: Plan: 7 pods to evict from 2 nodes" in out
+    assert "PAGED: Plan: 5 pods to evict from 2 nodes" in out
     assert "PAGED: worker-a1  over-utilized" in out
 
 
 def test_no_pager_and_a_plan_that_fits_are_printed_as_is() -> None:
     out = on_terminal("balance", "--from-file", DEMO, "-A", "--no-pager")
-    assert "Plan: 7 pods to evict" in out and "PAGED" not in out
+    assert "Plan: 5 pods to evict" in out and "PAGED" not in out
     fits = on_terminal("balance", "--from-file", DEMO, "-A", rows=200)
-    assert "Plan: 7 pods to evict" in fits and "PAGED" not in fits
+    assert "Plan: 5 pods to evict" in fits and "PAGED" not in fits
 
 
 def test_a_pager_that_is_not_there_still_shows_the_plan() -> None:
     out = on_terminal("balance", "--from-file", DEMO, "-A", pager="no-such-pager-here")
-    assert "Plan: 7 pods to evict" in out and "worker-a1" in out
+    assert "Plan: 5 pods to evict" in out and "worker-a1" in out
 
 
 def test_piped_output_is_never_paged(tmp_path: Path) -> None:
@@ -65,4 +65,4 @@ def test_piped_output_is_never_paged(tmp_path: Path) -> None:
            "KUBECONFIG": str(tmp_path / "none")}
     proc = subprocess.run([sys.executable, "-m", "kubectl_desched", "balance", "--from-file", DEMO, "-A"],
                           capture_output=True, text=True, env=env, check=False, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.startswith("Plan: 7 pods") and "PAGED" not in proc.stdout
+    assert proc.returncode == 0 and proc.stdout.startswith("Plan: 5 pods") and "PAGED" not in proc.stdout

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_desched import placement
+from kubectl_desched.framework import placement
+from kubectl_desched.framework.placement import estimate
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.model import node_from_json, pod_from_json
-from kubectl_desched.placement import estimate
 from kubectl_desched.state import ClusterState
 from tests import builders as b
 
@@ -179,27 +179,41 @@ def test_the_plan_shows_destinations_landings_and_warnings(tmp_path: Any, monkey
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
-    doc = json.loads(CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "-o", "json"]).stdout)
+    args = ["balance", "--from-file", demo, "-A", "--keep-futile"]
+    doc = json.loads(CliRunner().invoke(cli, [*args, "-o", "json"]).stdout)
     dests = {c["pod"]: c["destination"] for c in doc["candidates"]}
     nodes = {n["name"]: n for n in doc["nodes"]}
     assert all(d["estimate"] and d["node"] in nodes for d in dests.values())
     assert sum(n["landing"] for n in nodes.values()) == len(dests)
     assert nodes["worker-b2"]["after"]["cpu"] > nodes["worker-b2"]["now"]["cpu"]  # landings count in "after"
-    # Default spreading: the second api replica goes where no api pod is left (worker-a2, over its target again),
-    # and one cart pod back to its own node.
-    assert dests["api-xc7xngvtkb-785kq"]["node"] == "worker-a2"
-    assert dests["cart-6b4bjvt22f-kspwp"]["node"] == "worker-a1"
-    text = CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "-o", "wide", "--no-pager"]).stdout
+    # Default spreading: the second cart replica goes where the first left (worker-a2), and ledger-0's landing
+    # puts worker-b1 over the target: with --keep-futile both are planned, each with why as data.
+    futile = {c["pod"]: c["futile"] for c in doc["candidates"] if c["futile"]}
+    assert futile == {
+        "cart-6b4bjvt22f-kspwp": "would land on worker-a2, which another pod of ReplicaSet shop/cart-6b4bjvt22f is "
+                                 "leaving",
+        "ledger-0": "would land on worker-b1, putting it over LowNodeUtilization's targets (cpu 55% > 50%)"}
+    assert dests["cart-6b4bjvt22f-kspwp"]["node"] == "worker-a2"
+    assert doc["keepFutile"] is True and doc["kept"] == [k for k in doc["kept"] if k["kind"] == "pdb"]
+    assert nodes["worker-b1"]["warnings"] == [
+        "node worker-b1 would be over LowNodeUtilization's targets after 3 replacement(s) land there: cpu 55% > 50%"]
+    text = CliRunner().invoke(cli, [*args, "-o", "wide", "--no-pager"]).stdout
     assert "DESTINATION" in text and "LAND" in text
+    assert "warning: node worker-b1 would be over LowNodeUtilization's targets after 3 replacement(s)" in text
+    assert "shop/cart-6b4bjvt22f-kspwp: would land on worker-a2, which another pod of ReplicaSet " in text
     assert "warning: node worker-a2 would be over LowNodeUtilization's targets after 1 replacement(s)" in text
-    assert "warning: shop/cart-6b4bjvt22f-kspwp would likely land back on its own node worker-a1" in text
+    # The summary counts every warning the text prints: 5 listed under the candidates, 2 of nodes.
+    assert text.splitlines()[0].endswith("; 7 warnings")
+    assert text.count("\n  [") == 5 and text.count("\nwarning: node ") == 2
 
 
-def test_a_pod_no_node_can_take_is_warned_before_the_prompt() -> None:
-    from kubectl_desched.placement import warnings
+def test_a_pod_no_node_can_take_is_futile() -> None:
+    from kubectl_desched.framework.plan import EvictionPlan, Limits
 
     objs = [b.node("full", cpu="1"), b.node("src", cpu="8"), pod("filler", "full", cpu="1"),
             pod("mover", "src", cpu="8"), pod("other", "src", cpu="0", memory="7680Mi")]
     state, cands = setup(objs, ["mover"])
-    said = warnings(estimate(state, cands), cands, state.nodes, {})
-    assert said == ["default/mover would stay Pending: no node fits (insufficient cpu: 1, insufficient memory: 1)"]
+    plan = EvictionPlan(state, Limits())
+    dest = plan.estimator.move(cands[0].pod)
+    assert plan.futility(cands[0].pod, dest, None) == \
+        "its replacement would stay Pending (no node fits (insufficient cpu: 1, insufficient memory: 1))"

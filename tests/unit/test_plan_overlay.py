@@ -17,6 +17,7 @@ from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 OBJS = [b.node("tainted", taints=[b.taint("maintenance", "soon")]), b.node("other"),
         b.pod("web-0", "tainted", owner_name="web-0"), b.pod("web-1", "tainted", owner_name="web-1"),
@@ -24,7 +25,7 @@ OBJS = [b.node("tainted", taints=[b.taint("maintenance", "soon")]), b.node("othe
 
 
 def _policy(*plugins: tuple[str, str, dict[str, Any]]) -> Any:
-    return decode_policy(policy_from_plugins(list(plugins), {}, {}), in_tree_registry(), "flags")
+    return as_upstream(decode_policy(policy_from_plugins(list(plugins), {}, {}), in_tree_registry(), "flags"))
 
 
 def test_a_state_is_planned_on_again_without_a_reset() -> None:

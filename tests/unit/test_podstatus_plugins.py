@@ -24,6 +24,7 @@ from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHa
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 PLT, RFP, RESTARTS = "PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts"
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -903,7 +904,7 @@ def test_args_accepted(plugin: str, args: dict[str, Any]) -> None:
 def test_args_defaults() -> None:
     raw = policy_from_plugins([(RFP, "deschedule", {}), (PLT, "deschedule", {"states": ["Failed"]}),
                                (RESTARTS, "deschedule", {"podRestartThreshold": 2})], {}, {})
-    policy = decode_policy(raw, registry(), "flags")
+    policy = as_upstream(decode_policy(raw, registry(), "flags"))
     rfp, plt, restarts = (u.args for u in policy.profiles[0].deschedule)
     assert (rfp.min_pod_lifetime_seconds, rfp.reasons, rfp.exit_codes, rfp.exclude_owner_kinds,
             rfp.including_init_containers, rfp.namespaces, rfp.label_selector) == (3600, [], [], [], False, None, None)
@@ -914,7 +915,7 @@ def test_args_defaults() -> None:
 
 def test_unknown_args_are_warned_about() -> None:
     raw = policy_from_plugins([(PLT, "deschedule", {"states": ["Failed"], "maxPodLifetimeSeconds": 5})], {}, {})
-    policy = decode_policy(raw, registry(), "flags")
+    policy = as_upstream(decode_policy(raw, registry(), "flags"))
     assert policy.warnings == ["flags: profiles[0].pluginConfig[1].args.maxPodLifetimeSeconds: unknown field, ignored"]
 
 
@@ -928,5 +929,5 @@ def test_deschedule_plugins_share_one_plan() -> None:
     raw = policy_from_plugins([(RFP, "deschedule", {"minPodLifetimeSeconds": 0}),
                                (RESTARTS, "deschedule", {"podRestartThreshold": 5}),
                                (PLT, "deschedule", {"maxPodLifeTimeSeconds": DAY})], {}, {})
-    plan = run(decode_policy(raw, registry(), "flags"), _state(objs), Scope())
+    plan = run(as_upstream(decode_policy(raw, registry(), "flags")), _state(objs), Scope())
     assert [(c.pod.name, c.plugin) for c in plan.candidates] == [("crash", RFP), ("old", PLT)]

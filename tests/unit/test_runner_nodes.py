@@ -12,6 +12,7 @@ from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.policy import decode_policy, policy_from_plugins
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 
 TAINTED = b.node("tainted", taints=[b.taint("maintenance")], labels={"pool": "main"})
 
@@ -22,7 +23,7 @@ def _plan(objs: list[dict[str, Any]], node_selector: str | None = None) -> Any:
         raw["nodeSelector"] = node_selector
     state = ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
                          [pod_from_json(o) for o in objs if o["kind"] == "Pod"])
-    return run(decode_policy(raw, in_tree_registry(), "flags"), state, Scope())
+    return run(as_upstream(decode_policy(raw, in_tree_registry(), "flags")), state, Scope())
 
 
 def test_two_ready_nodes_run_the_plugins() -> None:

@@ -31,6 +31,7 @@ from kubectl_desched.scheduling import (
 )
 from kubectl_desched.state import ClusterState
 from tests import builders as b
+from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds
 
 NA = "RemovePodsViolatingNodeAffinity"
@@ -787,7 +788,7 @@ def _anti_affinity_cluster(scale: int) -> ClusterState:
 
 def test_anti_affinity_scales_linearly() -> None:
     """Comparing every pod with every pod would grow 16x with 4x the pods; the indexes keep it near 4x."""
-    policy = decode_policy(policy_from_plugins([(IPA, "deschedule", {})], {}, {}), registry(), "flags")
+    policy = as_upstream(decode_policy(policy_from_plugins([(IPA, "deschedule", {})], {}, {}), registry(), "flags"))
     seconds = {}
     for scale in (1, 4):
         state = _anti_affinity_cluster(scale)

@@ -100,7 +100,8 @@ def test_explain_says_why_pods_stay() -> None:
 
 
 def test_per_node_limit_keeps_the_highest_priority_pods() -> None:
-    objs = [node("c1", cordoned=True), node("c2", cordoned=True),
+    # spare: somewhere for the replacements to go, else each move is futile (Pending) and kept
+    objs = [node("c1", cordoned=True), node("c2", cordoned=True), node("spare"),
             pod("high", "c1", priority=1000), pod("low", "c1", priority=-5), pod("mid", "c1"),
             pod("top", "c1", priority=2000), pod("b", "c2"), pod("a", "c2")]
     plan = plan_for(objs, limits={"maxNoOfPodsToEvictPerNode": 2})
@@ -112,7 +113,8 @@ def test_per_node_limit_keeps_the_highest_priority_pods() -> None:
 
 
 def test_total_limit_stops_the_drain() -> None:
-    objs = [node("c1", cordoned=True), node("c2", cordoned=True), pod("a", "c1"), pod("b", "c1"), pod("c", "c2")]
+    objs = [node("c1", cordoned=True), node("c2", cordoned=True), node("spare"), pod("a", "c1"), pod("b", "c1"),
+            pod("c", "c2")]
     plan = plan_for(objs, limits={"maxNoOfPodsToEvictTotal": 1})
     assert [c.pod.name for c in plan.candidates] == ["a"]
     assert (PLUGIN, "stopped: the total eviction limit was reached") in plan.messages

@@ -1,7 +1,10 @@
-"""Where the evicted pods' replacements would land: an estimate of kube-scheduler's default profile, run after the
-plan. Every evicted pod counts as gone; each replacement (the same pod spec, unbound) is placed in eviction order,
-counting the ones placed before it. Filters: node readiness and unschedulable, nodeSelector and required node
-affinity, NoSchedule/NoExecute taints, requests against what is free, pod count, required inter-pod affinity and
+"""Where the evicted pods' replacements would land: an estimate of kube-scheduler's default profile, worked out move
+by move while the plan is made (Estimator), so the planning evictor can keep a pod whose move would change nothing.
+A replacement (the same pod spec, unbound) is placed while the pod it replaces is still terminating: that pod still
+holds its requests and its required anti-affinity on its node, as the scheduler's cache keeps it until it is gone,
+but no longer counts for topology spreading, which skips terminating pods. Once its replacement is placed it counts
+as gone for the ones after it. Filters: node readiness and unschedulable, nodeSelector and required node affinity,
+NoSchedule/NoExecute taints, requests against what is free, pod count, required inter-pod affinity and
 anti-affinity (both ways) and topology spread with DoNotSchedule. Scores: NodeResourcesFit's LeastAllocated and
 NodeResourcesBalancedAllocation over cpu and memory, weight 1 each, as the default profile weighs them. The other
 scoring plugins are not modelled (README: "Where the pods will land")."""
@@ -12,12 +15,10 @@ import bisect
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubectl_desched.framework.plan import Candidate, workload_of
 from kubectl_desched.model import Node, Pod, Taint
 from kubectl_desched.scheduling import (
     pod_matches_node_selector,
@@ -27,6 +28,17 @@ from kubectl_desched.scheduling import (
 )
 from kubectl_desched.selectors import Matcher, label_selector
 from kubectl_desched.state import ClusterState
+
+if TYPE_CHECKING:
+    from kubectl_desched.framework.plan import Candidate
+
+Workload = tuple[str, str, str]
+
+
+def workload_of(pod: Pod) -> Workload | None:
+    """The pod's controller as (namespace, kind, name): what --max-per-workload counts and warnings name."""
+    ref = pod.controller
+    return (pod.namespace, ref.kind, ref.name) if ref is not None else None
 
 MAX_SCORE = 100
 # Feasible nodes scored per replacement, the emptiest by requests first. kube-scheduler too scores a sample of a
@@ -59,11 +71,11 @@ class Destination:
 
 @dataclass
 class Placement:
-    destinations: dict[int, Destination] = field(default_factory=dict)  # id(candidate) -> where
+    destinations: dict[int, Destination] = field(default_factory=dict)  # id(evicted pod) -> where
     used: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> requests after evictions and landings
 
     def of(self, c: Candidate) -> Destination | None:
-        return self.destinations.get(id(c))
+        return self.destinations.get(id(c.pod))
 
 
 @dataclass(slots=True)
@@ -75,6 +87,7 @@ class _Resident:
     node: str
     terminating: bool = False
     anti: tuple[tuple[Matcher, str, tuple[str, ...]], ...] = ()  # its required anti-affinity: selector, key, ns
+    gone: bool = False  # evicted, its replacement placed
 
 
 def _matcher(raw: Mapping[str, Any] | None) -> Matcher | None:
@@ -98,11 +111,12 @@ def _static_key(pod: Pod) -> str:
 
 
 class _Cluster:
-    def __init__(self, state: ClusterState, evicted: Iterable[Pod]) -> None:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
         self.nodes = [n for n in sorted(state.nodes.values(), key=lambda n: n.name)]
         self.nodes_by_name = {n.name: n for n in self.nodes}
-        evicted = list(evicted)
-        gone = {id(p) for p in evicted}
+        self.gone: set[int] = set()  # the evicted pods whose replacements were placed
+        self.moving: set[int] = set()  # evicted, their replacement being placed: terminating
         self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
         self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
         # Every pod per namespace, for inter-pod affinity terms: built on first use (by_ns), as most plans have
@@ -111,22 +125,26 @@ class _Cluster:
         self._landed: list[tuple[Pod, str]] = []
         self.with_anti: list[_Resident] = []
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
+        self._resident_of: dict[int, _Resident] = {}  # id(pod) -> its _Resident, where one was made
+        # (namespace, id(labels)) -> (labels, (key, value) -> how many pods there refuse such a pod by their
+        # required anti-affinity): built once per label set, kept current as such pods land and leave.
+        self._others: dict[tuple[str, int], tuple[Mapping[str, str], Counter[tuple[str, str]]]] = {}
         # Running pods per controller per node, for the controllers of the evicted pods only (their replacements
-        # are the only pods scored): what the default topology spread scoring counts.
-        self._spread = {w for w in map(workload_of, evicted) if w is not None}
+        # are the only pods scored): what the default topology spread scoring counts. A controller is added at
+        # its first eviction (track).
+        self._spread: set[Workload] = set()
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         # Each node's values of the default spreading's keys (None where unlabelled), which never change.
         self.spread_values = {n.name: tuple(n.labels.get(key) for key, _skew in DEFAULT_SPREAD) for n in self.nodes}
         # The workload's pods per value of the default spreading's key i: built on first use, then kept current.
         self._owned_in: dict[tuple[tuple[str, str, str], int], dict[str, int]] = {}
-        self._residents = [p for p in state.pods if id(p) not in gone and not p.is_terminal and p.node_name
-                           and p.node_name in self.used]
+        self._residents = [p for p in state.pods if not p.is_terminal and p.node_name and p.node_name in self.used]
         for p in self._residents:
             self._add(p, p.node_name)
         self._static: dict[str, tuple[list[Node], Counter[str], set[str]]] = {}
         self._domains: dict[tuple[Any, ...], tuple[Matcher | None, Counter[str]]] = {}
-        self._others: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
-        self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str]]]] = defaultdict(list)  # by namespace
+        # By namespace: (key, selector, counts, running only), each kept current as pods land and leave.
+        self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str], bool]]] = defaultdict(list)
         self._domain_values: dict[tuple[int, str], set[str]] = {}
         self._eligible: dict[str, list[Node]] = {}
         # What scoring reads of a node and never changes: its cpu and memory allocatable.
@@ -162,12 +180,80 @@ class _Cluster:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
         if self._by_ns is None:
             self._landed.append((pod, node))
-        self._add(pod, node)
+        self._add(pod, node, replacement=True)
+        self._count_domains(pod, node, 1, running=None)
+        self._reorder(node)
+
+    def _count_domains(self, pod: Pod, node: str, step: int, running: bool | None) -> None:
+        """Add step to the kept domain counts that match the pod (running: only the running-only ones, or only
+        the others; None: all)."""
         labels = self.nodes_by_name[node].labels
-        for key, m, counts in self._domains_in.get(pod.namespace, ()):
+        for key, m, counts, running_only in self._domains_in.get(pod.namespace, ()):
+            if running is not None and running_only is not running:
+                continue
             value = labels.get(key)
             if value is not None and m(pod.labels):
-                counts[value] += 1
+                counts[value] += step
+
+    def track(self, pod: Pod) -> None:
+        """Before a pod's first move: count its controller's running pods per node, for the default spreading."""
+        w = workload_of(pod)
+        if w is None or w in self._spread:
+            return
+        self._spread.add(w)
+        siblings = self.state.owner_pods(pod) if len(pod.owners) == 1 else \
+            [p for p in self._residents if workload_of(p) == w]  # rare: the index keys pods by a lone owner
+        owned = self.owned[w]
+        for p in siblings:
+            if id(p) not in self.gone and not p.is_terminal and not p.terminating and p.node_name in self.used \
+                    and workload_of(p) == w:
+                owned[p.node_name] = owned.get(p.node_name, 0) + 1
+
+    def terminate(self, pod: Pod, step: int = -1) -> None:
+        """The pod is evicted (step -1, or back with +1): it stops counting for topology spreading only."""
+        if pod.terminating:
+            return  # never counted there
+        if step < 0:
+            self.moving.add(id(pod))
+        else:
+            self.moving.discard(id(pod))
+        r = self._resident_of.get(id(pod))
+        if r is not None:
+            r.terminating = step < 0
+        self._count_owned(pod, pod.node_name, step)
+        self._count_domains(pod, pod.node_name, step, running=True)
+
+    def remove(self, pod: Pod, step: int = -1) -> None:
+        """The pod is gone (step -1, or back with +1): its requests, count and anti-affinity leave its node."""
+        node = pod.node_name
+        if step < 0:
+            self.gone.add(id(pod))
+        else:
+            self.gone.discard(id(pod))
+        used, requests = self.used[node], pod.requests
+        used["pods"] += step
+        for k, v in requests.items():
+            used[k] = used.get(k, 0.0) + step * v
+        nonzero = self.nonzero[node]
+        nonzero["cpu"] += step * (requests.get("cpu") or NONZERO_CPU)
+        nonzero["memory"] += step * (requests.get("memory") or NONZERO_MEMORY)
+        self._count_domains(pod, node, step, running=False)
+        r = self._resident_of.get(id(pod))
+        if r is not None:
+            r.gone = step < 0  # readers of with_anti and anti_in skip it
+            if r.anti:
+                self._count_others(r, step)
+        self._reorder(node)
+
+    def _count_others(self, r: _Resident, step: int) -> None:
+        """Keep others_anti's counts current as a pod with required anti-affinity lands or leaves."""
+        for (ns, _id), (labels, counts) in self._others.items():
+            for m, key, namespaces in r.anti:
+                if ns in namespaces and (value := self.nodes_by_name[r.node].labels.get(key)) is not None \
+                        and m(labels):
+                    counts[(key, value)] += step
+
+    def _reorder(self, node: str) -> None:
         old = (-self._room[node], node)
         self._room[node] = self._free(self.nodes_by_name[node])
         new = (-self._room[node], node)
@@ -177,7 +263,7 @@ class _Cluster:
             del order[bisect.bisect_left(order, old)]
             bisect.insort(order, new)
 
-    def _add(self, pod: Pod, node: str) -> None:
+    def _add(self, pod: Pod, node: str, replacement: bool = False) -> None:
         used, requests = self.used[node], pod.requests
         used["pods"] += 1
         for k, v in requests.items():
@@ -186,32 +272,50 @@ class _Cluster:
         nonzero["cpu"] += requests.get("cpu") or NONZERO_CPU
         nonzero["memory"] += requests.get("memory") or NONZERO_MEMORY
         anti = _own_anti(pod) if pod.affinity is not None else ()  # run once per resident: most pods have none
-        w = workload_of(pod)
-        if w is not None and not pod.terminating and w in self._spread:
-            owned = self.owned[w]
-            owned[node] = owned.get(node, 0) + 1
-            for i, domain in enumerate(self.spread_values[node]):
-                counts = self._owned_in.get((w, i))
-                if counts is not None and domain is not None:
-                    counts[domain] = counts.get(domain, 0) + 1
+        if not pod.terminating or replacement:
+            self._count_owned(pod, node, 1)
         if self._by_ns is None and not anti:
             return
-        r = _Resident(pod.namespace, pod.labels, node, pod.terminating, anti)
+        r = _Resident(pod.namespace, pod.labels, node, pod.terminating and not replacement, anti)
+        if not replacement:
+            self._resident_of[id(pod)] = r
         if self._by_ns is not None:
             self._by_ns[pod.namespace].append(r)
         if anti:
             self.with_anti.append(r)
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
                 self.anti_in[ns].append(r)
+            self._count_others(r, 1)
+
+    def _count_owned(self, pod: Pod, node: str, step: int) -> None:
+        w = workload_of(pod)
+        if w is None or w not in self._spread:
+            return
+        owned = self.owned[w]
+        owned[node] = owned.get(node, 0) + step
+        for i, domain in enumerate(self.spread_values[node]):
+            counts = self._owned_in.get((w, i))
+            if counts is not None and domain is not None:
+                counts[domain] = counts.get(domain, 0) + step
 
     @property
     def by_ns(self) -> dict[str, list[_Resident]]:
         """Every pod (residents, then replacements as they landed) per namespace, as the estimate sees it."""
         if self._by_ns is None:
             by_ns: dict[str, list[_Resident]] = defaultdict(list)
-            for pod, node in chain(((p, p.node_name) for p in self._residents), self._landed):
+            gone, made = self.gone, self._resident_of
+            for pod in self._residents:
+                if id(pod) in gone:
+                    continue
+                r = made.get(id(pod))
+                if r is None:
+                    anti = _own_anti(pod) if pod.affinity is not None else ()
+                    r = made[id(pod)] = _Resident(pod.namespace, pod.labels, pod.node_name,
+                                                  pod.terminating or id(pod) in self.moving, anti)
+                by_ns[pod.namespace].append(r)
+            for pod, node in self._landed:
                 anti = _own_anti(pod) if pod.affinity is not None else ()
-                by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, pod.terminating, anti))
+                by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, False, anti))
             self._by_ns = by_ns
         return self._by_ns
 
@@ -239,13 +343,15 @@ class _Cluster:
             if m is not None:
                 for ns in namespaces:
                     for r in self.by_ns.get(ns, ()):
+                        if r.gone:
+                            continue
                         value = self.nodes_by_name[r.node].labels.get(key)
                         if value is not None and not (running_only and r.terminating) and m(r.labels):
                             counts[value] += 1
             found = self._domains[ident] = (m, counts)
             if m is not None:
                 for ns in namespaces:
-                    self._domains_in[ns].append((key, m, counts))
+                    self._domains_in[ns].append((key, m, counts, running_only))
         return found[1]
 
     def others_anti(self, pod: Pod) -> list[tuple[str, str]]:
@@ -253,14 +359,19 @@ class _Cluster:
         nearby = self.anti_in.get(pod.namespace, ())
         if not nearby:
             return []
-        ident = (pod.namespace, id(pod.labels), len(nearby))  # labels are pooled, and kept alive by their pods
+        ident = (pod.namespace, id(pod.labels))  # labels are pooled, and the entry keeps them alive
         found = self._others.get(ident)
-        if found is None:
-            found = self._others[ident] = [
-                (key, value) for r in nearby for m, key, namespaces in r.anti
-                if pod.namespace in namespaces and (value := self.nodes_by_name[r.node].labels.get(key)) is not None
-                and m(pod.labels)]
-        return found
+        if found is None or found[0] is not pod.labels:
+            counts: Counter[tuple[str, str]] = Counter()
+            for r in nearby:
+                if r.gone:
+                    continue
+                for m, key, namespaces in r.anti:
+                    if pod.namespace in namespaces and (value := self.nodes_by_name[r.node].labels.get(key)) \
+                            is not None and m(pod.labels):
+                        counts[(key, value)] += 1
+            found = self._others[ident] = (pod.labels, counts)
+        return [kv for kv, k in found[1].items() if k > 0]
 
     def allowed_by_affinity(self, pod: Pod) -> list[Node]:
         """The nodes the pod's nodeSelector and required node affinity allow (what topology spread counts over)."""
@@ -479,20 +590,58 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
     return [MAX_SCORE * (hi + lo - (hi if v is None else round(v))) // hi for v in raw]
 
 
-def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
-    """Each candidate's destination in eviction order, and every node's requests once all have landed."""
-    cl = _Cluster(state, (c.pod for c in candidates))
-    limit = SCORE_LIMIT if len(candidates) <= LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
-    by_name = cl.nodes_by_name
-    out = Placement()
-    shared: dict[Any, Any] = {}
-    for c in candidates:
-        pod = c.pod
+class Estimator:
+    """The placement estimate as a plan is made: move() evicts a pod and places its replacement, then keep()
+    makes the move count for the ones after it, or undo() takes it back (the pod stays where it is)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.cl = _Cluster(getattr(state, "base", state))  # a plan's overlay hides planned pods: read under it
+        self.placement = Placement(used=self.cl.used)
+        self._shared: dict[Any, Any] = {}
+        self._moving: tuple[Pod, Destination] | None = None
+
+    def move(self, pod: Pod) -> Destination:
+        """Where the pod's replacement would land, the pod still terminating on its node; where nothing fits
+        then, where it lands once that pod is gone (deleting it re-queues a replacement that did not fit)."""
+        assert self._moving is None, "keep() or undo() the last move first"
+        cl = self.cl
+        cl.track(pod)
+        cl.terminate(pod)
+        dest = self._place(pod)
+        if dest.node is None and dest.recreated:
+            cl.remove(pod)
+            dest = self._place(pod)
+        self._moving = (pod, dest)
+        return dest
+
+    def keep(self) -> Destination:
+        assert self._moving is not None
+        pod, dest = self._moving
+        self._moving = None
+        if id(pod) not in self.cl.gone:
+            self.cl.remove(pod)
+        if dest.node is not None:
+            self.cl.land(pod, dest.node)
+        self.placement.destinations[id(pod)] = dest
+        return dest
+
+    def undo(self) -> None:
+        assert self._moving is not None
+        pod, _dest = self._moving
+        self._moving = None
+        if id(pod) in self.cl.gone:
+            self.cl.remove(pod, +1)
+        self.cl.terminate(pod, +1)
+
+    def _place(self, pod: Pod) -> Destination:
+        cl = self.cl
         owner = pod.controller
         if owner is None or owner.kind == "DaemonSet":
             why = "no controller recreates it" if owner is None else "its DaemonSet recreates it on its own node"
-            out.destinations[id(c)] = Destination(None, why, recreated=False)
-            continue
+            return Destination(None, why, recreated=False)
+        # A plan this large is a cluster-wide reshuffle: fewer nodes scored per replacement keep it to seconds.
+        limit = SCORE_LIMIT if len(self.placement.destinations) < LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
+        by_name = cl.nodes_by_name
         key = cl.static_key(pod)
         _static, static_refused, allowed = cl.static_nodes(pod, key)
         refused: Counter[str] | None = None  # made at the first refusal: most replacements meet none
@@ -518,43 +667,47 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
         if not best:
             refused = static_refused + (refused or Counter())
             detail = ", ".join(f"{k}: {v}" for k, v in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])) if v)
-            out.destinations[id(c)] = Destination(None, f"no node fits ({detail or 'no nodes'})")
-            continue
-        node = best[0]  # kube-scheduler picks among the best at random; the first by name here
+            return Destination(None, f"no node fits ({detail or 'no nodes'})")
         tied = tuple(best)
         # Equal texts and ties are shared: a plan of 30,000 moves repeats a few hundred scores and nodes.
-        why = shared.setdefault(top, f"score {top}")
-        out.destinations[id(c)] = Destination(node, why, shared.setdefault(tied, tied))
-        cl.land(pod, node)
-    out.used = cl.used
-    return out
+        why = self._shared.setdefault(top, f"score {top}")
+        return Destination(best[0], why, self._shared.setdefault(tied, tied))  # the scheduler picks a tie at random
+
+    def owned(self, pod: Pod, node: str) -> int:
+        """Running pods of the pod's controller on the node, as the moves so far leave it (0 untracked)."""
+        w = workload_of(pod)
+        owned = self.cl.owned.get(w) if w is not None else None
+        return owned.get(node, 0) if owned is not None else 0
 
 
-def warnings(placement: Placement, candidates: Sequence[Candidate], nodes: Mapping[str, Node],
-             targets: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """Before the prompt: replacements no node can take, and destinations that would end up over a plugin's
-    target thresholds (the next run would move pods off them again)."""
-    out = []
+def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
+    """Each candidate's destination in eviction order, and every node's requests once all have landed."""
+    est = Estimator(state)
+    for c in candidates:
+        est.move(c.pod)
+        est.keep()
+    return est.placement
+
+
+def node_warnings(placement: Placement, candidates: Sequence[Candidate], nodes: Mapping[str, Node],
+                  targets: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
+    """Per node: destinations that would end up over a plugin's target thresholds once every replacement has
+    landed (the next run would move pods off them again). Only --keep-futile plans such landings."""
+    out: dict[str, list[str]] = {}
     landed: dict[str, int] = Counter()
     for c in candidates:
         d = placement.of(c)
-        if d is None:
-            continue
-        if d.node is None and d.recreated:
-            out.append(f"{c.pod.key} would stay Pending: {d.why}")
-        elif d.node is not None:
+        if d is not None and d.node is not None:
             landed[d.node] += 1
-            if d.node == c.pod.node_name:
-                out.append(f"{c.pod.key} would likely land back on its own node {d.node}: the move may change "
-                           "nothing there")
     for name in sorted(landed):
         node, used = nodes[name], placement.used.get(name, {})
         for plugin, limits in sorted(targets.items()):
             over = [f"{r} {_pct(used.get(r, 0.0), node, r)}% > {v:g}%" for r, v in limits.items()
                     if node.allocatable.get(r) and used.get(r, 0.0) / node.allocatable[r] * 100 > v]
             if over:
-                out.append(f"node {name} would be over {plugin}'s targets after {landed[name]} replacement(s) "
-                           f"land there: {', '.join(over)}")
+                out.setdefault(name, []).append(
+                    f"node {name} would be over {plugin}'s targets after {landed[name]} replacement(s) land there: "
+                    f"{', '.join(over)}")
     return out
 
 
