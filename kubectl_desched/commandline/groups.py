@@ -13,12 +13,13 @@ import click
 from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
-from kubectl_desched.durations import MAX_DURATION_SECONDS
+from kubectl_desched.durations import MAX_DURATION_SECONDS, format_duration
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.output import check_format, check_sort_by
 from kubectl_desched.podmigrationjob import JOB_MODES
+from kubectl_desched.sanitize import shown
 
 # The parsed groups' types are imported where a command runs: their dozen frozen dataclasses take a few
 # milliseconds to build, which `version`, `--help` and a completion request do not need.
@@ -167,9 +168,12 @@ def _migration(v: dict[str, Any]) -> MigrationOptions | None:
         if v[flag]:
             raise UsageError(f"--{flag.replace('_', '-')} does not apply with --evictor migration: Koordinator's "
                              "migration controller paces the evictions and records their events")
+    ttl = checks.duration("--migration-ttl", v["migration_ttl"])
+    if ttl and format_duration(ttl) == "0s":  # Koordinator would read it as none
+        raise UsageError(f"invalid --migration-ttl {shown(v['migration_ttl'])}: it would be written 0s, which "
+                         "means no TTL; give 0 for none")
     # --timeout unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
-    return MigrationOptions(v["migration_mode"], checks.duration("--migration-ttl", v["migration_ttl"]),
-                            not v["no_wait"], checks.duration("--timeout", v["timeout"]))
+    return MigrationOptions(v["migration_mode"], ttl, not v["no_wait"], checks.duration("--timeout", v["timeout"]))
 
 
 def _acting(v: dict[str, Any]) -> ActOptions:

@@ -126,9 +126,9 @@ class MigrationEvictor:
         name = job["metadata"]["name"]
         if self.server_dry_run:
             return EvictionResult(c, "would create", f"server dry run accepted PodMigrationJob {name} "
-                                  f"({settings.mode}, ttl {settings.ttl})", started, now(), attempts=1)
+                                  f"({settings.mode}, {settings.ttl_text})", started, now(), attempts=1)
         self._register(JobTrack(c, name, settings, now()), job)
-        return EvictionResult(c, "created", f"PodMigrationJob {name} created ({settings.mode}, ttl {settings.ttl})",
+        return EvictionResult(c, "created", f"PodMigrationJob {name} created ({settings.mode}, {settings.ttl_text})",
                               started, now(), attempts=1)
 
     def _blocking_job(self, c: Candidate) -> Mapping[str, Any] | None:

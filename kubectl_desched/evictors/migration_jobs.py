@@ -65,12 +65,23 @@ MAX_GENERATE_BASE = 57  # the apiserver appends 5 random characters; keep genera
 @dataclass(frozen=True)
 class JobSettings:
     mode: str = DEFAULT_MODE
-    ttl_seconds: float = DEFAULT_TTL_SECONDS
+    ttl_seconds: float = DEFAULT_TTL_SECONDS  # 0: none
     delete_options: Mapping[str, Any] | None = None  # spec.deleteOptions, which the controller evicts with
+
+    def __post_init__(self) -> None:
+        # A TTL under a nanosecond is written 0s, which Koordinator reads as none (as Go parses a policy's): so it is.
+        if self.ttl == "0s":
+            object.__setattr__(self, "ttl_seconds", 0.0)
 
     @property
     def ttl(self) -> str:
+        """spec.ttl as written."""
         return format_duration(self.ttl_seconds)
+
+    @property
+    def ttl_text(self) -> str:
+        """The TTL in a sentence: `ttl 5m0s`, `no TTL`."""
+        return f"ttl {self.ttl}" if self.ttl_seconds else "no TTL"
 
 
 def profile_settings(profiles: Sequence[Any], mode: str | None, ttl_seconds: float | None,

@@ -106,6 +106,33 @@ def test_settings_come_from_flags_then_the_policy_then_koordinators_defaults() -
     assert flags["direct"].ttl == "0s"
 
 
+@pytest.mark.parametrize("ttl", ["0.0000000001s", "0.4ns", "0.0000000000001"])
+def test_a_ttl_written_as_0s_is_refused_on_the_command_line(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str], ttl: str) -> None:
+    from tests.unit.test_hostile_server import run_main
+
+    code, out, err = run_main(monkeypatch, capsys, "balance", "--evictor", "migration", "--migration-ttl", ttl,
+                              "--from-file", "-")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"error: invalid --migration-ttl '{ttl}': it would be written 0s, which means no "
+                                "TTL; give 0 for none"]
+
+
+def test_a_policy_ttl_written_as_0s_is_no_ttl_as_koordinator_reads_it() -> None:
+    tiny = {**KOORD, "profiles": [{"name": "x", "pluginConfig": [
+        {"name": "MigrationController", "args": {"defaultJobTTL": "0.0000000001s"}}]}]}
+    settings = profile_settings(decode_policy(tiny, full_registry(), "k.yaml").profiles, None, None)["x"]
+    assert (settings.ttl_seconds, settings.ttl, settings.ttl_text) == (0, "0s", "no TTL")
+    assert JobSettings(ttl_seconds=1e-10) == JobSettings(ttl_seconds=0)
+    assert JobSettings(ttl_seconds=1e-9).ttl_text == "ttl 1ns"
+    seen: list[str] = []  # and it never passes its TTL
+    ev = _evictor(on_phase=lambda t: seen.append(phase_line(t)))
+    ev.tracks = {1: JobTrack(_candidate("a"), "a-1", settings, datetime.now(UTC) - timedelta(seconds=100),
+                             phase="Running")}
+    ev._note_overdue()
+    assert seen == []
+
+
 def test_policy_job_mode_and_ttl_are_validated_as_koordinator_does() -> None:
     bad = {**KOORD, "profiles": [{"name": "x", "pluginConfig": [
         {"name": "MigrationController", "args": {"defaultJobMode": "Teleport"}}]}]}
