@@ -361,33 +361,39 @@ def _node_list_without_end(chunked: bool) -> Hostile:
 
 
 # The child reads with a lower limit, so the test is quick and its bound on memory tight; the real limit is the
-# same code with another number (checked below).
-_CHILD = ("import sys; from kubectl_desched.kube import live; live.ANSWER_LIMIT = 16 << 20; "
-          "from kubectl_desched.cli import main; main()")
+# same code with another number (checked below). At its exit it writes its peak RSS (VmHWM: the peak since exec;
+# ru_maxrss would count the pytest process it was forked from).
+_CHILD = """
+import atexit, os, re, sys
+from kubectl_desched.kube import live
+live.ANSWER_LIMIT = 16 << 20
+def peak():
+    with open("/proc/self/status") as f, open("peak", "w") as out:
+        out.write(re.search(r"VmHWM:\\s*(\\d+) kB", f.read()).group(1))
+atexit.register(peak)
+from kubectl_desched.cli import main
+main()
+"""
 _KILL_ABOVE = 1 << 30  # an unbounded read would take the machine's memory: stop it well before
 
 
 def _run_measured(args: list[str], tmp_path: Path) -> tuple[int, str, str, int]:
-    """The CLI in a child process: its exit code, stdout, stderr and peak RSS in bytes (os.wait4's, of this child
-    only); killed if it grows past _KILL_ABOVE or runs 20 s."""
+    """The CLI in a child process: its exit code, stdout, stderr and peak RSS in bytes; killed if it grows past
+    _KILL_ABOVE or runs 20 s."""
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "HOME": str(tmp_path), "NO_COLOR": "1"}
     out, err = (tmp_path / "out").open("w+"), (tmp_path / "err").open("w+")
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, *args], stdout=out, stderr=err, env=env, cwd=tmp_path)
     start = time.monotonic()
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    while proc.poll() is None:
         rss = int(Path(f"/proc/{proc.pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         if rss > _KILL_ABOVE or time.monotonic() - start > 20:
             proc.kill()
-            os.waitpid(proc.pid, 0)
+            proc.wait()
             pytest.fail(f"the read was not bounded: {rss >> 20} MiB after {time.monotonic() - start:.1f} s")
         time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     out.seek(0)
     err.seek(0)
-    return proc.returncode, out.read(), err.read(), usage.ru_maxrss * 1024
+    return proc.returncode, out.read(), err.read(), int((tmp_path / "peak").read_text()) << 10
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the child's memory from /proc")
