@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import Namespaces
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
@@ -84,6 +84,14 @@ class RemoveDuplicates(BalancePlugin):
         super().__init__(args, handle)
         self.namespaces = args.namespaces or Namespaces()
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
+        self._caps: dict[int, tuple[int, str]] = {}  # id(pod) -> the pods per node its group may hold, and who
+
+    def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
+        cap, who = self._caps.get(id(pod), (0, ""))
+        held = view.owned(pod, node.name) + 1
+        if cap and held > cap:
+            return f"would be a duplicate again on {node.name}: {held} pods of {who}, more than the {cap} per node"
+        return None
 
     def _listed(self, node: Node) -> Iterator[Pod]:
         """The node's pods upstream's list call returns: running or pending, in the namespaces, evictable now."""
@@ -163,6 +171,7 @@ class RemoveDuplicates(BalancePlugin):
                 handle.note(pod, f"not moved: {node_name} keeps {cap} pods of {who} ({cap} per feasible node)")
             reason = f"{held} pods of {who} on {node_name}, more than the {cap} per feasible node"
             for pod in pods[cap - 1:]:
+                self._caps[id(pod)] = (cap, who)
                 got = evictor.evict(pod, EvictOptions(self.name, reason))
                 if got:
                     continue

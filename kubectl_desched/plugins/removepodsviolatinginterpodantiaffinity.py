@@ -85,6 +85,7 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
     """Evicts pods that share a topology domain with a pod their required anti-affinity excludes."""
 
     name = "RemovePodsViolatingInterPodAntiAffinity"
+    relocates = True  # the estimate keeps replacements off the domains required anti-affinity refuses
     args_type = RemovePodsViolatingInterPodAntiAffinityArgs
     cli = CliSurface(by_default=True, explain=True)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
@@ -49,6 +49,7 @@ class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
     another node."""
 
     name = "RemovePodsViolatingNodeAffinity"
+    relocates = True  # a pod its node no longer matches (or matches less well) belongs on another
     args_type = RemovePodsViolatingNodeAffinityArgs
     cli = CliSurface(defaults={"nodeAffinityType": [REQUIRED]}, by_default=True, explain=True)
 
@@ -109,6 +110,17 @@ class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
         if fits is None:
             return False, f"node {node.name} no longer matches {mismatch}, but the pod fits no node"
         return True, f"node {node.name} no longer matches {mismatch}; fits {fits.name}"
+
+    def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
+        """Required affinity is a filter the estimate applies; a preferred-weight move must reach a node the
+        pod prefers more than its own."""
+        own = self.handle.state.nodes.get(pod.node_name)
+        if PREFERRED not in self.args.node_affinity_type or own is None or not preferred_node_affinity_terms(pod):
+            return None
+        here, there = preferred_node_affinity_weight(pod, own), preferred_node_affinity_weight(pod, node)
+        if there <= here:
+            return f"would land on {node.name}, which it prefers no more than {own.name} (weight {there} <= {here})"
+        return None
 
     def _preferred(self, pod: Pod, node: Node, nodes: list[Node]) -> tuple[bool, str] | None:
         here = preferred_node_affinity_weight(pod, node)

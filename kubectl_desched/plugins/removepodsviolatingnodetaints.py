@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod, Taint
@@ -39,6 +39,7 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
     """Evicts pods that do not tolerate their node's NoSchedule taints."""
 
     name = "RemovePodsViolatingNodeTaints"
+    relocates = True  # a pod that does not tolerate its node belongs on another
     args_type = RemovePodsViolatingNodeTaintsArgs
     cli = CliSurface(by_default=True, explain=True)
 
@@ -61,6 +62,13 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
     @classmethod
     def reads_one_node(cls, args: object) -> bool:
         return True  # each pod is judged on its own node
+
+    def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
+        """The estimate already keeps replacements off NoSchedule taints; a PreferNoSchedule one
+        (includePreferNoSchedule) would make the next run evict it again."""
+        untolerated = next((t for t in node.taints if self.counts(t) and not pod_tolerates_taint(pod, t)), None)
+        return f"would land on {node.name}, whose taint {untolerated} it does not tolerate either" \
+            if untolerated is not None else None
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle, evictor = self.handle, self.handle.evictor

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, PluginArgs
+from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model import Node, Pod
@@ -136,6 +136,7 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
 
     def __init__(self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle) -> None:
         super().__init__(args, handle)
+        self._aims: dict[int, tuple[str, tuple[str, ...]]] = {}  # id(pod) -> topology key, the domains it is for
         self.namespaces = args.namespaces or Namespaces()
         self.selects = args.label_selector.matcher() if args.label_selector is not None else None
         self.allowed = frozenset(args.constraints or ("DoNotSchedule",))
@@ -148,6 +149,13 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
         if self.selects is not None and not self.selects(pod.labels):
             return False
         return self.handle.evictor.filter(pod)
+
+    def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
+        key, below = self._aims.get(id(pod), ("", ()))
+        value = node.labels.get(key) if key else None
+        if key and value not in below:
+            return f"would land in {key}={value or '(none)'}, not in a domain below the average ({', '.join(below)})"
+        return None
 
     def balance(self, nodes: list[Node]) -> None:
         state, evictor = self.handle.state, self.handle.evictor
@@ -320,6 +328,7 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                                           f"(topologyBalanceNodeFit)")
                     continue
                 chosen.setdefault(id(pod), (pod, reason))
+                self._aims.setdefault(id(pod), (c.topology_key, below))
             del large.pods[-move:]
             small.pods.extend(taken)
 
