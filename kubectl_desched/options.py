@@ -76,6 +76,8 @@ class ActOptions:
     record_events: bool = False
     report: str | None = None
     migration: MigrationOptions | None = None  # None: the Eviction API
+    wait_landing: bool = True  # after evicting, wait for the replacements to be bound and show where
+    rounds: int = 1  # plan, confirm, evict, wait, read again: at most this many times
 
 
 @dataclass(frozen=True)

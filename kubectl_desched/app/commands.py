@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,6 +11,7 @@ import click
 from kubectl_desched import interrupts, pager
 from kubectl_desched.app.acting import build_runner, preflight
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
+from kubectl_desched.app.landings import GONE, landings_doc, landings_summary, landings_text
 from kubectl_desched.app.loading import Loaded, load
 from kubectl_desched.app.scope import default_namespace
 from kubectl_desched.app.text import error, plan_text, results_summary, warn
@@ -23,7 +24,8 @@ from kubectl_desched.framework.runner import considered_nodes, filters_read_othe
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.options import Options
 from kubectl_desched.policy import Policy
-from kubectl_desched.render import Painter, color_enabled, document
+from kubectl_desched.quantity import fmt_pct
+from kubectl_desched.render import Painter, color_enabled, document, node_rows
 from kubectl_desched.report import Report
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
@@ -70,6 +72,18 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
     return code
 
 
+@dataclass
+class _Round:
+    """What one round of plan, confirm, evict and wait came to."""
+
+    code: int
+    planned: int = 0
+    evicted: int = 0
+    measure: tuple[int, float] | None = None  # nodes over target, cpu spread (points) as the round found them
+    landings: dict[str, Any] | None = None
+    last: bool = False  # nothing more can follow (not confirmed, an error, a snapshot, a dry run)
+
+
 def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Report | None) -> int:
     for w in policy.warnings:
         warn(w)
@@ -79,17 +93,64 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                                            for p in policy.profiles])
         if not any(p.balance or p.deschedule for p in policy.profiles):
             raise UsageError(f"the policy enables no {point} plugin")
+    rounds = opts.acting.rounds
+    done: list[_Round] = []
+    for number in range(1, rounds + 1):
+        previous = done[-1].measure if done else None
+        r = _one_round(opts, policy, report, number if rounds > 1 else 0, previous)
+        done.append(r)
+        if rounds > 1:
+            click.echo(_round_line(number, r, previous), err=True)
+            if report:
+                report.doc.setdefault("rounds", []).append(
+                    {"round": number, "planned": r.planned, "evicted": r.evicted, "exitCode": r.code,
+                     "nodesOverTarget": r.measure[0] if r.measure else None,
+                     "cpuSpread": r.measure[1] if r.measure else None, "landings": r.landings})
+        if r.last or r.code != 0 or not r.planned or not r.evicted:
+            break
+    return done[-1].code if len(done) == 1 else max(r.code for r in done)
+
+
+def _round_line(number: int, r: _Round, previous: tuple[int, float] | None) -> str:
+    over, spread = r.measure or (0, 0.0)
+    where = f"{over} node(s) over target, cpu spread {fmt_pct(spread)}"
+    if r.planned and not r.evicted and previous is not None and not _improved(previous, r.measure):
+        return f"round {number}: stopped: {where}, no better than the round before"
+    landed = ""
+    if r.landings:
+        landed = f"; {r.landings['asEstimated']} of {r.landings['waitedFor']} landed as estimated"
+    return f"round {number}: {where}; {r.planned} planned, {r.evicted} evicted{landed}"
+
+
+def _improved(before: tuple[int, float], now: tuple[int, float] | None) -> bool:
+    return now is not None and (now[0] < before[0] or (now[0] == before[0] and now[1] < before[1] - 0.5))
+
+
+def _measure(plan: EvictionPlan, nodes: list[Any]) -> tuple[int, float]:
+    """Nodes a plugin classes over its targets, and the spread of cpu requests over the nodes in scope, now."""
+    over = sum(1 for n in nodes if any(r.klass == "over-utilized" for r in plan.node_reports.get(n.name, ())))
+    cpu = [row["now"]["cpu"] for row in node_rows(plan, nodes)]
+    return over, round(max(cpu) - min(cpu), 2) if cpu else 0.0
+
+
+def _one_round(opts: Options, policy: Policy, report: Report | None, number: int,
+               previous: tuple[int, float] | None) -> _Round:
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   all_pods=filters_read_other_nodes(policy) is not None)
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(plan.state, policy, loaded.scope)
     placement = plan.placement if plan.candidates else None  # worked out move by move as the plan was made
+    measure = _measure(plan, nodes)
     mode = _mode(opts, loaded)
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
     structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
+    if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
+        return _Round(0, len(plan.candidates), 0, measure, last=True)  # the rounds stopped paying off
     if not structured:
+        if number:
+            click.echo(paint(f"Round {number}", None, bold=True))
         pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view),
                    opts.pager)
     for e in plan.errors:
@@ -97,6 +158,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
 
     results: list[EvictionResult] | None = None
     runner: Runner | None = None
+    landings: dict[str, Any] | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
@@ -113,7 +175,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                 emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement), opts.output,
                      opts.view)
             click.echo(str(e), err=True)
-            return EXIT_NOT_CONFIRMED
+            return _Round(EXIT_NOT_CONFIRMED, len(plan.candidates), 0, measure, last=True)
         except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
             if report:
                 report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [],
@@ -140,14 +202,27 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
             click.echo("")
             click.echo(runner.evictor.results_table(results, paint))
         click.echo(results_summary(results, outcome.interrupted, by), err=True)
+        if mode == "evict" and opts.acting.wait_landing and not outcome.interrupted:
+            landings = landings_doc(loaded.conn, plan, placement, results, nodes, opts.acting.timeout)
+            if landings is not None:
+                if report:
+                    report.doc["landings"] = landings
+                if not structured:
+                    click.echo("")
+                    click.echo(landings_text(landings, paint))
+                else:
+                    click.echo(landings_summary(landings), err=True)
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:
         doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement, lazy=opts.output == "json")
         if runner is not None and results is not None:
             doc.update(runner.evictor.document_sections(results))
+        if landings is not None:
+            doc["landings"] = landings
         emit(doc, opts.output, opts.view)
-    return code
+    evicted = sum(1 for r in results or () if r.outcome in GONE)
+    return _Round(code, len(plan.candidates), evicted, measure, landings, last=mode != "evict")
 
 
 def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:

@@ -186,7 +186,7 @@ def _acting(v: dict[str, Any]) -> ActOptions:
         max_in_flight=v["max_in_flight"], interval=checks.duration("--interval", v["interval"]) or 0.0,
         wait_ready=v["wait_ready"], timeout=checks.duration("--timeout", v["timeout"], DEFAULT_TIMEOUT) or 0.0,
         record_events=v["record_events"], report=checks.file_name("--report", v["report"]),
-        migration=_migration(v))
+        migration=_migration(v), wait_landing=not v["no_wait_landing"], rounds=v["rounds"])
 
 
 acting = OptionGroup("acting", [
@@ -217,6 +217,12 @@ acting = OptionGroup("acting", [
     option(ACTING, "--migration-ttl", metavar="DURATION",
            help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, else 5m]."),
     option(ACTING, "--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
+    option(ACTING, "--no-wait-landing", is_flag=True,
+           help="Do not wait for the replacements to be scheduled after the evictions (by default the run waits, "
+                "up to --timeout, and shows where each landed against the estimate, and the nodes measured after)."),
+    option(ACTING, "--rounds", type=checks.Count(1, 100), default=1, show_default=True, metavar="N",
+           help="Once the replacements are scheduled, read the cluster again and plan again, up to N rounds, "
+                "until the plan is empty, nothing moved, or the nodes over target and the spread stop improving."),
 ], _acting)
 
 

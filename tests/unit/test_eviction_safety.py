@@ -23,7 +23,8 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_desched import app, cli, interrupts
-from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
+from kubectl_desched.app import landings as _landings  # noqa: F401  (app imports its parts on first use)
+from kubectl_desched.app import loading as _loading  # noqa: F401
 from kubectl_desched.app.text import results_summary
 from kubectl_desched.evictors import eviction_api
 from kubectl_desched.evictors.base import EvictionResult, Stop, now
@@ -34,6 +35,7 @@ from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube import live
 from kubectl_desched.kube.config import Connection
+from kubectl_desched.kube.landings import Landed
 from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.state import ClusterState
 from tests import builders as b
@@ -510,6 +512,12 @@ def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Fake
                             lambda *_a, **_k: ClusterState(nodes, pods, pdbs, source="cluster https://api (context c)"))
         monkeypatch.setattr(eviction_api, "missing_permissions", lambda *_a, **_k: [])
         monkeypatch.setattr(eviction_api, "request_json", api)
+        # Each replacement is bound to n2 at once: the landing check reads it there
+        monkeypatch.setattr(app.landings, "wait", lambda _c, evicted, _k, _t: {
+            i: Landed(f"{e.name}-new", "n2") for i, e in enumerate(evicted)})
+        monkeypatch.setattr(app.landings, "read_nodes", lambda _c, names: ClusterState(
+            [n for n in nodes if n.name in names],
+            [pod_from_json(b.pod(f"{n}-new", "n2", uid=f"uid-{n}-new", owner_name=f"{n}-rs")) for n in api.applied]))
         return api
     yield make
 
@@ -757,3 +765,78 @@ def test_a_signal_right_after_acting_still_records_what_was_done(
     assert doc["evictions"][0]["result"] == "evicted"
     assert doc["error"] == "interrupted by SIGTERM after acting (see evictions)"
     assert doc["summary"]["exitCode"] == 143
+
+
+# ---------------------------------------------------------------- after the evictions: where the replacements landed
+
+
+def test_the_run_shows_where_each_replacement_landed_against_the_estimate(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    fake_cluster(["web-0", "web-1"])
+    report = tmp_path / "r.json"
+    code, out, _err = run_cli(monkeypatch, capsys, "--yes", "--report", str(report))
+    assert code == 0
+    assert "Landings (estimated, and where the scheduler put each replacement):" in out
+    assert [line.split() for line in out.splitlines() if line.startswith("default ")][-2:] == [
+        ["default", "web-0", "n1", "n2", "n2", "web-0-new"], ["default", "web-1", "n1", "n2", "n2", "web-1-new"]]
+    assert "2 of 2 replacement(s) landed where estimated (a tied node counts); none landed back on its own node" in out
+    # n1 loses both pods, n2 gets both: measured after as the estimate said
+    assert "n1      5% -> 0% | 0%" in out and "n2      0% -> 5% | 5%" in out
+    landings = json.loads(report.read_text())["landings"]
+    assert (landings["waitedFor"], landings["asEstimated"], landings["landedBack"]) == (2, 2, 0)
+    assert landings["pods"][0] | {"tiedWith": []} == {
+        "namespace": "default", "pod": "web-0", "from": "n1", "estimated": "n2", "tiedWith": [],
+        "replacement": "web-0-new", "landed": "n2", "asEstimated": True, "landedBack": False}
+
+
+def test_a_replacement_that_lands_back_is_marked_and_no_wait_landing_skips_the_check(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    fake_cluster(["web-0"])
+    monkeypatch.setattr(app.landings, "wait", lambda _c, evicted, _k, _t: {0: Landed("web-0-new", "n1")})
+    code, out, _err = run_cli(monkeypatch, capsys, "--yes")
+    assert code == 0 and "BACK ON ITS NODE" in out
+    assert "0 of 1 replacement(s) landed where estimated (a tied node counts); 1 landed back on its own node" in out
+    waited: list[int] = []
+    monkeypatch.setattr(app.landings, "wait", lambda *_a: waited.append(1) or {})
+    fake_cluster(["web-0"])
+    code, out, _err = run_cli(monkeypatch, capsys, "--yes", "--no-wait-landing")
+    assert code == 0 and waited == [] and "Landings" not in out
+
+
+def test_replacements_are_matched_to_their_evicted_pods() -> None:
+    from datetime import UTC, datetime
+
+    from kubectl_desched.kube.landings import Evicted, match
+
+    t0 = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
+
+    def pod(name: str, owner: str, created: str, node: str = "", uid: str = "") -> dict[str, Any]:
+        return {"metadata": {"name": name, "uid": uid or f"uid-{name}", "creationTimestamp": created,
+                             "ownerReferences": [{"uid": owner, "controller": True}]}, "spec": {"nodeName": node}}
+    evicted = [Evicted("ns", "web-a", "rs", {}, t0), Evicted("ns", "web-b", "rs", {}, t0.replace(second=5)),
+               Evicted("ns", "db-0", "sts", {}, t0)]
+    pods = [pod("web-old", "rs", "2026-11-27T11:00:00Z", "n9"),  # there before: not a replacement
+            pod("web-x", "rs", "2026-11-27T12:00:01Z", "n2"), pod("web-y", "rs", "2026-11-27T12:00:06Z"),
+            pod("db-0", "sts", "2026-11-27T12:00:02Z", "n3", uid="uid-db-0-new"),
+            pod("web-known", "rs", "2026-11-27T12:00:01Z", "n4", uid="uid-known")]
+    found = match(evicted, pods, known={"uid-known"})
+    assert found[0].pod == "web-x" and found[0].node == "n2"
+    assert found[1].pod == "web-y" and found[1].node == ""  # created, not yet bound: Pending
+    assert found[2].pod == "db-0" and found[2].node == "n3"  # a StatefulSet's keeps its name
+
+
+def test_rounds_stop_when_the_nodes_do_not_get_better(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     fake_cluster: Callable[..., FakeApi]) -> None:
+    """The faked cluster reads the same every time, as if nothing had moved: the second round plans the same
+    moves, finds the nodes no better than the first round did, and evicts nothing more."""
+    api = fake_cluster(["web-0"])
+    code, out, err = run_cli(monkeypatch, capsys, "--yes", "--rounds", "3")
+    assert code == 0 and api.applied == {"web-0": 1}
+    rounds = [line for line in err.splitlines() if line.startswith("round ")]
+    assert rounds == ["round 1: 0 node(s) over target, cpu spread 2.5%; 1 planned, 1 evicted; 1 of 1 landed as "
+                      "estimated",
+                      "round 2: stopped: 0 node(s) over target, cpu spread 2.5%, no better than the round before"]
+    assert out.count("Round 1") == 1 and "Round 2" not in out

@@ -1,0 +1,140 @@
+"""Closing the loop after the evictions: where each replacement was estimated to land and where the scheduler put
+it, and the nodes as measured afterwards beside the plan's estimate."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.framework.placement import Placement
+from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.interrupts import Interrupted
+from kubectl_desched.model import Node
+from kubectl_desched.quantity import fmt_pct
+from kubectl_desched.render import RESOURCES, Painter, node_rows
+from kubectl_desched.tables import plain_table
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection
+    from kubectl_desched.kube.landings import Evicted, Landed
+    from kubectl_desched.state import ClusterState
+
+# Outcomes after which the pod is gone and its controller makes a replacement now (a PodMigrationJob that
+# succeeded has evicted it; one only created has not yet).
+GONE = frozenset({"evicted", "succeeded"})
+
+
+# Module-level stand-ins that import on first call (and that tests can replace).
+def wait(conn: Connection, evicted: list[Evicted], known: set[str], timeout: float) -> dict[int, Landed]:
+    from kubectl_desched.kube.landings import wait_for_landings
+    return wait_for_landings(conn, evicted, known, timeout)
+
+
+def read_nodes(conn: Connection, names: list[str]) -> ClusterState:
+    from kubectl_desched.kube.live import read_cluster
+    return read_cluster(conn, node_names=names)
+
+
+def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | None, results: Sequence[EvictionResult],
+                 nodes: list[Node], timeout: float) -> dict[str, Any] | None:
+    """Waits (at most `timeout` seconds, Ctrl-C ends the wait) for the replacements of the evicted pods to be
+    bound, then reads the nodes they left and landed on. None when no pod was evicted."""
+    from kubectl_desched.kube.landings import Evicted
+
+    gone = [r for r in results if r.outcome in GONE and r.candidate.pod.controller is not None]
+    if not gone:
+        return None
+    evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", p.labels,
+                       r.started or r.finished or plan.cluster.now) for r in gone for p in (r.candidate.pod,)]
+    known = {p.uid for p in plan.cluster.pods}
+    if sys.stderr.isatty():
+        click.echo(f"waiting up to {timeout:g}s for {len(gone)} replacement(s) to be scheduled "
+                   "(Ctrl-C stops waiting; --no-wait-landing skips this)", err=True)
+    stopped = False
+    try:
+        found = wait(conn, evicted, known, timeout)
+    except (KeyboardInterrupt, Interrupted):  # the evictions are done: only the wait ends
+        found, stopped = {}, True
+    rows: list[dict[str, Any]] = []
+    involved: set[str] = set()
+    for i, r in enumerate(gone):
+        pod = r.candidate.pod
+        d = placement.destinations.get(id(pod)) if placement else None
+        landed = found.get(i)
+        where = landed.node if landed else ""
+        estimated = d.node if d else None
+        tied = list(d.tied) if d else []
+        rows.append({"namespace": pod.namespace, "pod": pod.name, "from": pod.node_name, "estimated": estimated,
+                     "tiedWith": tied, "replacement": landed.pod if landed else None, "landed": where or None,
+                     "asEstimated": bool(where) and (where == estimated or where in tied),
+                     "landedBack": where == pod.node_name})
+        involved.update(n for n in (pod.node_name, estimated, where) if n)
+    measured: dict[str, dict[str, float]] = {}
+    after = None
+    if involved and not stopped:
+        try:
+            after = read_nodes(conn, sorted(involved))
+        except (KeyboardInterrupt, Interrupted):
+            stopped = True
+    if after is not None:
+        for name in sorted(involved):
+            node = after.nodes.get(name)
+            if node is not None:
+                used = after.requested(name)
+                measured[name] = {r: round(used.get(r, 0.0) / node.allocatable[r] * 100.0, 2)
+                                  if node.allocatable.get(r) else 0.0 for r in RESOURCES}
+    planned = {row["name"]: row for row in node_rows(plan, nodes, placement)}
+    node_docs = [{"name": name, "before": planned[name]["now"] if name in planned else None,
+                  "estimated": planned[name]["after"] if name in planned else None, "measured": measured[name]}
+                 for name in sorted(measured)]
+    as_estimated = sum(1 for r in rows if r["asEstimated"])
+    bound = sum(1 for r in rows if r["landed"])
+    return {"waitedFor": len(rows), "bound": bound, "asEstimated": as_estimated,
+            "landedBack": sum(1 for r in rows if r["landedBack"]), "stopped": stopped, "pods": rows,
+            "nodes": node_docs}
+
+
+def landings_text(doc: dict[str, Any], paint: Painter) -> str:
+    rows = []
+    for r in doc["pods"]:
+        est = r["estimated"] or "Pending"
+        if len(r["tiedWith"]) > 1:
+            est += f" (tied: {','.join(r['tiedWith'])})"
+        landed = r["landed"] or ("Pending" if r["replacement"] else "not seen")
+        mark = "" if r["asEstimated"] else paint("MISS", "red")
+        if r["landedBack"]:
+            mark = paint("BACK ON ITS NODE", "red")
+        rows.append([r["namespace"], r["pod"], r["from"], est, landed, r["replacement"] or "", mark])
+    out = [paint("Landings (estimated, and where the scheduler put each replacement):", None, bold=True),
+           plain_table(rows, ["NAMESPACE", "POD", "FROM", "ESTIMATED", "LANDED", "REPLACEMENT", ""])]
+    out.append(landings_summary(doc))
+    if doc["nodes"]:
+        out.append(paint("Nodes after (requests as % of allocatable: before -> estimated | measured):", None,
+                         bold=True))
+        table = []
+        for n in doc["nodes"]:
+            cells = [n["name"]]
+            for res in RESOURCES:
+                measured = fmt_pct(n["measured"][res])
+                if n["estimated"] is None:
+                    cells.append(f"? -> ? | {measured}")
+                    continue
+                est = fmt_pct(n["estimated"][res])
+                cell = f"{fmt_pct(n['before'][res])} -> {est} | {measured}"
+                cells.append(cell if est == measured else paint(cell, "yellow"))
+            table.append(cells)
+        out.append(plain_table(table, ["NODE", "CPU", "MEMORY", "PODS"]))
+    return "\n".join(out)
+
+
+def landings_summary(doc: dict[str, Any]) -> str:
+    n, bound, right, back = doc["waitedFor"], doc["bound"], doc["asEstimated"], doc["landedBack"]
+    text = f"{right} of {n} replacement(s) landed where estimated (a tied node counts)"
+    if bound < n:
+        text += f"; {n - bound} not scheduled " + ("when the wait was stopped" if doc["stopped"] else "in time")
+    text += "; " + (f"{back} landed back on its own node" if back else "none landed back on its own node")
+    return text

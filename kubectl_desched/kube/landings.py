@@ -1,0 +1,104 @@
+"""Where the evicted pods' replacements really landed: after the evictions, the pods their controllers created are
+watched (a list per namespace and label set, every second) until each is bound to a node or the wait runs out."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from kubectl_desched.durations import parse_time
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection
+
+# A replacement is created after its pod's eviction was sent; clocks of this machine and the server's may differ
+# by a little, and the API's timestamps are whole seconds.
+CLOCK_SLACK = timedelta(seconds=2)
+
+
+@dataclass(frozen=True)
+class Evicted:
+    namespace: str
+    name: str
+    owner_uid: str  # its controller's: the replacement names the same one
+    labels: Mapping[str, str]
+    since: datetime  # when its eviction was sent
+
+
+@dataclass(frozen=True)
+class Landed:
+    pod: str  # the replacement's name ("" when none was seen)
+    node: str  # "" while it is not bound (Pending)
+
+
+def _selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _owner_uid(pod: Mapping[str, Any]) -> str:
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    return str(ref.get("uid", "")) if ref else ""
+
+
+def match(evicted: list[Evicted], pods: Iterable[Mapping[str, Any]], known: set[str]) -> dict[int, Landed]:
+    """Index in `evicted` -> its replacement: per controller, the pods created since the first of its evictions
+    that were not there before, a StatefulSet's by name, the others in order of creation."""
+    fresh: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for p in pods:
+        meta = p.get("metadata") or {}
+        if meta.get("uid") in known or meta.get("deletionTimestamp"):
+            continue
+        fresh[_owner_uid(p)].append(p)
+    out: dict[int, Landed] = {}
+    by_owner: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(evicted):
+        by_owner[e.owner_uid].append(i)
+    for owner, indexes in by_owner.items():
+        first = min(evicted[i].since for i in indexes) - CLOCK_SLACK
+        new = sorted((p for p in fresh.get(owner, ()) if (t := parse_time(p["metadata"].get("creationTimestamp", "")))
+                      is not None and t >= first), key=lambda p: (p["metadata"].get("creationTimestamp", ""),
+                                                                  p["metadata"].get("name", "")))
+        taken: set[str] = set()
+        for i in indexes:  # a StatefulSet's replacement keeps its pod's name
+            same = next((p for p in new if p["metadata"]["name"] == evicted[i].name), None)
+            if same is not None:
+                taken.add(same["metadata"]["name"])
+                out[i] = Landed(same["metadata"]["name"], (same.get("spec") or {}).get("nodeName") or "")
+        rest = [p for p in new if p["metadata"]["name"] not in taken]
+        for i in sorted((i for i in indexes if i not in out), key=lambda i: evicted[i].since):
+            if not rest:
+                break
+            p = rest.pop(0)
+            out[i] = Landed(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName") or "")
+    return out
+
+
+def wait_for_landings(conn: Connection, evicted: list[Evicted], known: set[str], timeout: float,
+                      stop: threading.Event | None = None, interval: float = 1.0,
+                      list_pods: Callable[[str, str], list[Mapping[str, Any]]] | None = None) -> dict[int, Landed]:
+    """Polls until every evicted pod has a bound replacement, `timeout` seconds pass or `stop` is set; returns
+    what was found by then (a pod missing from the answer: no replacement seen)."""
+    if list_pods is None:
+        from kubectl_desched.kube.live import request_json
+
+        def list_pods(namespace: str, selector: str) -> list[Mapping[str, Any]]:
+            query = [("labelSelector", selector)] if selector else None
+            answer = request_json(conn, "GET", f"/api/v1/namespaces/{namespace}/pods", query=query)
+            return list((answer or {}).get("items") or ())
+
+    queries = sorted({(e.namespace, _selector(e.labels)) for e in evicted})
+    deadline = time.monotonic() + timeout
+    found: dict[int, Landed] = {}
+    while True:
+        pods = [p for ns, sel in queries for p in list_pods(ns, sel)]
+        found = match(evicted, pods, known)
+        if (len(found) == len(evicted) and all(x.node for x in found.values())) or time.monotonic() >= deadline:
+            return found
+        if (stop or threading.Event()).wait(interval):
+            return found
