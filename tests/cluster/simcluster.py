@@ -1,10 +1,11 @@
 """A LocalCluster that behaves like a real one: kube-scheduler, kube-controller-manager and kwok beside etcd and the
 kube-apiserver, all on 127.0.0.1.
 
-kwok plays the kubelets: a Node annotated ``kwok.x-k8s.io/node: fake`` becomes Ready, the pods the scheduler binds
-to it become Running and Ready, and a pod being deleted goes away. So Deployments and StatefulSets come up and
-replace evicted pods, the scheduler places the replacements, and the disruption controller keeps every
-PodDisruptionBudget's status, as in a real cluster (about 5-15 s from an eviction to a Running replacement).
+kwok plays the kubelets: a Node annotated ``kwok.x-k8s.io/node: fake`` becomes Ready (and stays so: see
+NODE_LEASE_SECONDS), the pods the scheduler binds to it become Running and Ready, and a pod being deleted goes away.
+So Deployments and StatefulSets come up and replace evicted pods, the scheduler places the replacements, and the
+disruption controller keeps every PodDisruptionBudget's status, as in a real cluster (about 5-15 s from an eviction
+to a Running replacement).
 
 With ``metrics_server`` (a metrics-server binary), kwok also serves each node's kubelet resource metrics, computed
 from the pods' ``kwok.x-k8s.io/usage-cpu`` / ``usage-memory`` annotations, and metrics-server scrapes them and serves
@@ -32,6 +33,15 @@ from localcluster import LOOPBACK, ClusterError, LocalCluster, free_port
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 USAGE_CPU, USAGE_MEMORY = "kwok.x-k8s.io/usage-cpu", "kwok.x-k8s.io/usage-memory"
 IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: kwok only pretends to run it
+
+# How nodes stay Ready. kwok renews each node's Lease every NODE_LEASE_SECONDS / 4 (measured 10-10.6 s, as a
+# kubelet does) and then updates its status every 20-25 s; the node lifecycle controller, checking every 5 s, counts a
+# node alive while a renewal or a status update came within the grace period. Without a lease duration kwok v0.7.0
+# renews no Lease and updates a node's status only every 10 minutes: every node flipped NotReady 55 s after it
+# joined, and the controller marked its pods Ready=False for good (kwok never sets them back), so every
+# PodDisruptionBudget allowed 0 disruptions. tests/integration/test_sim_health.py watches for that.
+NODE_LEASE_SECONDS = 40
+NODE_MONITOR_GRACE_SECONDS = 50  # kube-controller-manager's default, stated so that the margin stays visible
 
 T = TypeVar("T")
 
@@ -193,7 +203,8 @@ class SimCluster(LocalCluster):
             str(self.sim_bin_dir / "kube-controller-manager"), kubeconfig,
             "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
             # no token controller (tokens are not needed: ServiceAccount admission is off) and no pod CIDRs to hand out
-            "--controllers=*,-serviceaccount-token,-nodeipam", "--v=1",
+            "--controllers=*,-serviceaccount-token,-nodeipam",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s", "--node-monitor-period=5s", "--v=1",
         ], self.logs["kube-controller-manager"])
         self._spawn("kube-scheduler", [
             str(self.sim_bin_dir / "kube-scheduler"), kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1",
@@ -228,6 +239,7 @@ class SimCluster(LocalCluster):
         args = [
             str(self.sim_bin_dir / "kwok"), f"--kubeconfig={self.kubeconfig}", f"--config={config}",
             f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
+            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",  # see NODE_LEASE_SECONDS
             # The address and port every fake node reports as its kubelet's, where metrics-server scrapes.
             f"--server-address={LOOPBACK}:{self.kwok_port}", f"--node-ip={LOOPBACK}", f"--node-port={self.kwok_port}",
         ]
