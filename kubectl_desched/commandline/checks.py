@@ -78,23 +78,14 @@ def duration(flag: str, text: str | None, default: float | None = None) -> float
 
 
 def server_url(value: str | None) -> str | None:
-    """-s/--server: an http(s) URL, or a bare host[:port] (checked as if it were https). Only why it is refused is
-    said: the URL may hold a password."""
+    """-s/--server: an http(s) URL, or a bare host[:port] (kube/serverurl.py). Only why it is refused is said: the
+    URL may hold a password."""
     if value is None or not value.strip():
         return value  # none given, or empty: ConnectionFlags.check says so
-    from urllib.parse import urlsplit
+    from kubectl_desched.kube import serverurl
 
-    try:
-        url = urlsplit(value if "://" in value else f"https://{value}")
-        url.port  # noqa: B018  (raises for a port that is not a number from 0 to 65535)
-    except ValueError as e:
-        raise UsageError(f"-s/--server: not a URL: {e}") from None
-    if url.scheme not in ("https", "http"):
-        raise UsageError(f"-s/--server: the scheme must be https or http, not {shown(url.scheme)}")
-    if not url.hostname:
-        raise UsageError("-s/--server: the URL names no host")
-    if re.search(r"[\s\x00-\x1f\x7f]", url.netloc):
-        raise UsageError("-s/--server: the host must not contain spaces or control characters")
+    if (why := serverurl.problem(value)) is not None:
+        raise UsageError(f"-s/--server: {why}")
     return value
 
 

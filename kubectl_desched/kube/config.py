@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kubectl_desched import __version__, safeload
 from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.kube import execplugin, httplog, overrides
+from kubectl_desched.kube import execplugin, httplog, overrides, serverurl
 from kubectl_desched.sanitize import hold, mask_url, redact, short
 from kubectl_desched.shapes import printable
 
@@ -417,7 +417,10 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     cluster_entry, user_entry = found["cluster"], found["user"]
     cluster = overrides.cluster((cluster_entry.value.get("cluster") or {}) if cluster_entry else {}, flags)
     user = overrides.user((user_entry.value.get("user") or {}) if user_entry else {}, flags)
-    compress = not overrides.compression_disabled(cluster, f'cluster "{printable(entry.get("cluster") or "")}"')
+    cluster_where = f'cluster "{printable(entry.get("cluster") or "")}"'
+    compress = not overrides.compression_disabled(cluster, cluster_where)
+    if cluster.get("server"):
+        cluster["server"] = _server(cluster, user, cluster_where, bool(flags.server))
 
     def node(found_entry: _Entry | None, kind: str, value: dict) -> ConfigNode:
         label, path = (found_entry.label, found_entry.path) if found_entry else (f"{kind} from the flags", None)
@@ -453,3 +456,13 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     server = mask_url(cfg.host)  # what is shown: the requests go to cfg.host
     return Connection(api_client(cfg, opts), server, ctx_name or server, namespace, _timeout(opts),
                       opts.chunk_size, compress)
+
+
+def _server(cluster: dict, user: dict, cluster_where: str, from_flag: bool) -> str:
+    """The cluster's server, checked before anything is sent (urllib3 would find a bad port at the first request)."""
+    where = "-s/--server" if from_flag else f"{cluster_where}: server"
+    server = cluster["server"]
+    if why := serverurl.problem(server):
+        raise UsageError(f"{where}: {why}")
+    overrides.boolean(cluster, "insecure-skip-tls-verify", cluster_where)
+    return server

@@ -72,10 +72,16 @@ def cluster(entry: dict, flags: ConnectionFlags) -> dict:
 
 
 def compression_disabled(entry: dict, where: str) -> bool:
-    """The cluster entry's disable-compression (client-go's DisableCompression): a boolean, as kubectl requires."""
-    value = entry.get("disable-compression", False)
+    """The cluster entry's disable-compression (client-go's DisableCompression)."""
+    return boolean(entry, "disable-compression", where)
+
+
+def boolean(entry: dict, key: str, where: str) -> bool:
+    """A boolean field of a kubeconfig entry, false when absent: a boolean, as kubectl requires (the kubernetes
+    client would take the string "false" for true)."""
+    value = entry.get(key, False)
     if not isinstance(value, bool):
-        raise UsageError(f"{where}: disable-compression must be true or false")
+        raise UsageError(f"{where}: {key} must be true or false")
     return value
 
 

@@ -272,3 +272,17 @@ def test_an_unverified_server_is_one_warning_line_not_urllib3s_block(tmp_path: P
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines() == ["warning: the server's certificate is not verified (insecure-skip-tls-verify)"]
     assert "Plan: 2 pods to evict" in run.stdout
+
+
+@pytest.mark.parametrize(("server", "message"), [
+    ("api:6443/prefix", "without https:// or http:// it must be a bare host[:port], as in client-go"),
+    ("https://exa%mple:6443", "not a URL: the host or port is not valid"),
+    ("https://api:6443/p\ra", "must not contain line breaks or control characters"),
+])
+def test_server_flag_mistakes_found_with_client_gos_rules(server: str, message: str) -> None:
+    from kubectl_desched.commandline import checks
+
+    with pytest.raises(UsageError) as info:
+        checks.server_url(server)
+    assert str(info.value) == f"-s/--server: {message}"
+
