@@ -458,11 +458,22 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
                       opts.chunk_size, compress)
 
 
+# What authenticates in a header, which plain http would carry in clear.
+_HEADER_CREDENTIALS = ("token", "tokenFile", "username", "password", "exec", "auth-provider")
+
+
 def _server(cluster: dict, user: dict, cluster_where: str, from_flag: bool) -> str:
-    """The cluster's server, checked before anything is sent (urllib3 would find a bad port at the first request)."""
+    """The cluster's server checked and, when it is a bare host[:port], given client-go's scheme: https when the
+    cluster or user has TLS settings (a CA, insecure-skip-tls-verify, a client certificate), else http. Unlike
+    client-go, a bare host is never taken for plain http with a credential to send: only an explicit http:// does."""
     where = "-s/--server" if from_flag else f"{cluster_where}: server"
     server = cluster["server"]
     if why := serverurl.problem(server):
         raise UsageError(f"{where}: {why}")
-    overrides.boolean(cluster, "insecure-skip-tls-verify", cluster_where)
-    return server
+    tls = overrides.boolean(cluster, "insecure-skip-tls-verify", cluster_where) \
+        or any(cluster.get(k) for k in ("certificate-authority", "certificate-authority-data")) \
+        or any(user.get(k) for k in ("client-certificate", "client-certificate-data"))
+    if not tls and not serverurl.has_scheme(server) and any(user.get(k) for k in _HEADER_CREDENTIALS):
+        raise UsageError(f"{where}: no https:// and no TLS settings, so it would be plain http with the credentials "
+                         "in clear (client-go's default): write https://, or http:// if you mean it")
+    return serverurl.with_scheme(server, tls)

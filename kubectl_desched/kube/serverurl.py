@@ -1,6 +1,7 @@
-"""The API server's address, from -s/--server or a kubeconfig cluster's `server`: checked before anything is sent,
-with client-go's rules (rest.DefaultServerURL). Nothing here quotes the address: it may hold a password, and a
-malformed one may defeat the masking of sanitize.mask_url."""
+"""The API server's address, from -s/--server or a kubeconfig cluster's `server`: checked before anything is sent, and
+given a scheme as client-go gives one (rest.DefaultServerURL): a bare host[:port] is https when the connection has TLS
+settings (a CA, a client certificate or insecure-skip-tls-verify), else http. Nothing here quotes the address: it may
+hold a password, and a malformed one may defeat the masking of sanitize.mask_url."""
 
 from __future__ import annotations
 
@@ -45,3 +46,10 @@ def problem(server: object) -> str | None:
     except urllib3.exceptions.LocationParseError:
         return "not a URL: the host or port is not valid"
     return None
+
+
+def with_scheme(server: str, tls: bool) -> str:
+    """client-go's scheme for a bare host[:port]: https when the connection has TLS settings, else http."""
+    if has_scheme(server):
+        return server
+    return f"{'https' if tls else 'http'}://{server}"

@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import overrides
 from kubectl_desched.kube.config import Connection, KubeOptions, connect
 from kubectl_desched.kube.overrides import ConnectionFlags
-from tests.unit.test_kubeconfig import _isolated, _kubeconfig, _token  # noqa: F401  (the fixture, too)
+from tests.unit.test_kubeconfig import _isolated, _kubeconfig, _one_cluster, _token  # noqa: F401  (the fixture, too)
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -272,6 +273,113 @@ def test_an_unverified_server_is_one_warning_line_not_urllib3s_block(tmp_path: P
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines() == ["warning: the server's certificate is not verified (insecure-skip-tls-verify)"]
     assert "Plan: 2 pods to evict" in run.stdout
+
+
+# ---------------------------------------------------------------- a server address without a scheme
+
+SECRET = "bare-h0st-T0KEN"
+
+
+class FirstBytes:
+    """A TCP listener that keeps what each connection sends first, then closes it: whatever the client speaks, TLS
+    or plain HTTP, what reached the wire is here."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # closed
+            with conn:
+                conn.settimeout(5)
+                try:
+                    self.received.append(conn.recv(65536))
+                except OSError:
+                    self.received.append(b"")
+
+
+@pytest.fixture
+def first_bytes() -> Iterator[FirstBytes]:
+    listener = FirstBytes()
+    yield listener
+    listener.sock.close()
+
+
+@pytest.mark.parametrize("from_flag", [True, False], ids=["-s", "kubeconfig"])
+def test_a_bare_host_with_tls_settings_is_spoken_to_in_tls_only(tmp_path: Path, first_bytes: FirstBytes,
+                                                                from_flag: bool) -> None:
+    """The reviewer's case: `-s 127.0.0.1:PORT` over a kubeconfig with insecure-skip-tls-verify sent plain HTTP,
+    the Authorization header in it. client-go makes a bare host https when there are TLS settings: so do we, and
+    what reaches the listener is a TLS ClientHello, never the token."""
+    from kubectl_desched.kube.live import request_json
+
+    bare = f"127.0.0.1:{first_bytes.port}"
+    config = _one_cluster(tmp_path / "config", {"server": "https://unused.example:1" if from_flag else bare,
+                                                "insecure-skip-tls-verify": True}, {"token": SECRET})
+    conn = connect(KubeOptions(kubeconfig=str(config), request_timeout=5,
+                               flags=ConnectionFlags(server=bare if from_flag else None)))
+    assert conn.api.configuration.host == f"https://{bare}"
+    with pytest.raises(Exception):  # noqa: B017 (the listener speaks no TLS: what it received is what is checked)
+        request_json(conn, "GET", "/api/v1/nodes")
+    assert first_bytes.received
+    for data in first_bytes.received:
+        assert data.startswith(b"\x16\x03"), data[:80]  # a TLS handshake record
+        assert SECRET.encode() not in data and b"uthorization" not in data
+
+
+@pytest.mark.parametrize(("cluster", "user"), [
+    ({"certificate-authority-data": "Q0E="}, {"token": SECRET}),
+    ({}, {"client-certificate-data": "Q0VSVA==", "client-key-data": "S0VZ"}),
+    ({"insecure-skip-tls-verify": True}, {}),
+], ids=["ca", "client-certificate", "insecure"])
+def test_a_bare_host_is_https_when_there_are_tls_settings(tmp_path: Path, cluster: dict[str, Any],
+                                                          user: dict[str, Any]) -> None:
+    config = _one_cluster(tmp_path / "config", {"server": "api.example:6443", **cluster}, user)
+    cfg = connect(KubeOptions(kubeconfig=str(config))).api.configuration
+    assert cfg.host == "https://api.example:6443"
+    if "certificate-authority-data" in cluster:
+        assert cfg.ssl_ca_cert  # the client loads a CA only for an https server
+    if "client-certificate-data" in user:
+        assert cfg.cert_file and cfg.key_file
+
+
+def test_a_bare_host_without_tls_settings_is_http_only_without_credentials(tmp_path: Path) -> None:
+    """client-go's http for a bare host without TLS settings holds when nothing secret would go in clear."""
+    cfg = connect(KubeOptions(flags=ConnectionFlags(server="127.0.0.1:8080"))).api.configuration
+    assert cfg.host == "http://127.0.0.1:8080"
+    explicit = connect(KubeOptions(flags=ConnectionFlags(server="http://127.0.0.1:8080", token=SECRET)))
+    assert explicit.api.configuration.host == "http://127.0.0.1:8080"  # written so: the user's choice, as kubectl
+
+
+@pytest.mark.parametrize("user", [{"token": SECRET}, {"username": "admin", "password": SECRET},
+                                  {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "false"}}],
+                         ids=["token", "basic", "exec"])
+@pytest.mark.parametrize("from_flag", [True, False], ids=["-s", "kubeconfig"])
+def test_a_bare_host_without_tls_settings_is_refused_with_a_credential(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        first_bytes: FirstBytes, user: dict[str, Any], from_flag: bool) -> None:
+    """client-go would send the credential over plain http; we refuse before anything is sent (the exec plugin is
+    not even run), exit 2, and say what to write."""
+    from tests.unit.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
+
+    bare = f"127.0.0.1:{first_bytes.port}"
+    config = _one_cluster(tmp_path / "config", {"server": "https://unused.example:1" if from_flag else bare}, user)
+    code, out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "--kubeconfig", str(config),
+                              *(["-s", bare] if from_flag else []))
+    where = "-s/--server" if from_flag else 'cluster "a": server'
+    line = assert_one_error_line(err, f"error: {where}: no https:// and no TLS settings, so it would be plain http")
+    assert line.endswith("write https://, or http:// if you mean it")
+    assert (code, out) == (2, "")
+    assert SECRET not in err
+    assert first_bytes.received == []
 
 
 @pytest.mark.parametrize(("server", "message"), [
