@@ -61,7 +61,7 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
 
     if (opts.as_groups or opts.as_uid) and not opts.as_user:
         raise UsageError("--as-group and --as-uid require --as")
-    groups = opts.as_groups
+    groups = tuple(_utf8(g) for g in opts.as_groups)
 
     class KubectlClient(k8s_client.ApiClient):
         def call_api(self, method: str, url: str, header_params: Any = None, *args: Any, **kw: Any) -> Any:
@@ -89,10 +89,23 @@ def api_client(cfg: k8s_client.Configuration, opts: KubeOptions) -> k8s_client.A
     # The server's audit log and metrics name the client: ours, not the generated client's "OpenAPI-Generator".
     api.user_agent = f"kubectl-desched/{__version__} (python)"
     if opts.as_user:
-        api.set_default_header("Impersonate-User", opts.as_user)
+        api.set_default_header("Impersonate-User", _utf8(opts.as_user))
         if opts.as_uid:
-            api.set_default_header("Impersonate-Uid", opts.as_uid)
+            api.set_default_header("Impersonate-Uid", _utf8(opts.as_uid))
     return api
+
+
+def _utf8(value: str) -> str:
+    """A header value that the HTTP client, which encodes header values as latin-1, sends as UTF-8 bytes: what
+    kubectl sends for `--as jürgen`, and the apiserver reads as UTF-8."""
+    return value.encode().decode("latin-1")
+
+
+def _check_impersonation(opts: KubeOptions) -> None:
+    for flag, values in (("--as", [opts.as_user]), ("--as-group", opts.as_groups), ("--as-uid", [opts.as_uid])):
+        for value in values:
+            if value is not None and (why := overrides.header_problem(value)):
+                raise UsageError(f"{flag}: {why}")
 
 
 @dataclass
@@ -309,6 +322,7 @@ def connect(opts: KubeOptions) -> Connection:
     from kubernetes import client as k8s_client
 
     opts.flags.check()
+    _check_impersonation(opts)
     httplog.set_verbosity(opts.verbosity)
     cfg = k8s_client.Configuration()
     merged = _merged(opts)
@@ -328,30 +342,34 @@ def connect(opts: KubeOptions) -> Connection:
         raise type(e)(short(redact(str(e)), 300)) from None
 
 
-def _hold_credentials(cfg: k8s_client.Configuration) -> None:
+def _hold_credentials(cfg: k8s_client.Configuration, source: str) -> None:
     """Hand what the client authenticates with to sanitize.hold, so that no server's text can show it: the token or
     basic-auth header (from the kubeconfig, a token file, an exec plugin or an auth provider), the client key; and
     again after each refresh (an exec plugin's next token). A token file's line end is trimmed on the way, as
-    client-go trims it: the client would put it in the header, which no header may hold."""
+    client-go trims it: the client would put it in the header, which no header may hold; a line break inside, or
+    a character that is not ASCII, is refused (`source` names where the token came from)."""
     for name, value in (cfg.api_key or {}).items():
         cfg.api_key[name] = value = value.strip()
         hold(value, value.partition(" ")[2])  # "Bearer TOKEN", "Basic BASE64"
+        if why := overrides.token_problem(value):
+            raise UsageError(f"{source} {why}")
     hold(cfg.password)
     if cfg.key_file:
         hold(*_key_material(cfg.key_file))
     if cfg.refresh_api_key_hook is not None and not isinstance(cfg.refresh_api_key_hook, _HoldRefreshed):
-        cfg.refresh_api_key_hook = _HoldRefreshed(cfg.refresh_api_key_hook)
+        cfg.refresh_api_key_hook = _HoldRefreshed(cfg.refresh_api_key_hook, source)
 
 
 class _HoldRefreshed:
     """The client's refresh hook, then what it refreshed held (the hook may put its own back: wrapped again)."""
 
-    def __init__(self, hook: Any) -> None:
+    def __init__(self, hook: Any, source: str) -> None:
         self.hook = hook
+        self.source = source
 
     def __call__(self, cfg: k8s_client.Configuration) -> None:
         self.hook(cfg)
-        _hold_credentials(cfg)
+        _hold_credentials(cfg, self.source)
 
 
 def _key_material(path: str) -> list[str]:
@@ -380,7 +398,7 @@ def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Con
     if flags.certificate_authority or flags.insecure_skip_tls_verify:
         cfg.ssl_ca_cert = overrides.cluster({}, flags).get("certificate-authority")
         cfg.verify_ssl = not flags.insecure_skip_tls_verify
-    _hold_credentials(cfg)
+    _hold_credentials(cfg, "--token" if flags.token else "in-cluster configuration: the service account's token")
     with open(f"{_SA_DIR}/namespace") as f:
         namespace = opts.namespace or f.read().strip() or "default"
     return Connection(api_client(cfg, opts), mask_url(cfg.host), "(in-cluster)", namespace, _timeout(opts),
@@ -451,7 +469,7 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
         raise UsageError(f"{where}: cannot load credentials: {e or type(e).__name__}") from None
     if not cfg.host:
         raise UsageError(f'cluster of context "{printable(ctx_name)}" has no server')
-    _hold_credentials(cfg)
+    _hold_credentials(cfg, _token_source(f'user "{printable(entry.get("user") or "")}"', user))
     namespace = opts.namespace or entry.get("namespace") or "default"
     server = mask_url(cfg.host)  # what is shown: the requests go to cfg.host
     return Connection(api_client(cfg, opts), server, ctx_name or server, namespace, _timeout(opts),
@@ -477,3 +495,14 @@ def _server(cluster: dict, user: dict, cluster_where: str, from_flag: bool) -> s
         raise UsageError(f"{where}: no https:// and no TLS settings, so it would be plain http with the credentials "
                          "in clear (client-go's default): write https://, or http:// if you mean it")
     return serverurl.with_scheme(server, tls)
+
+
+def _token_source(user_where: str, user: dict) -> str:
+    """Where the client's token came from, to say which one cannot be sent."""
+    if "token" in user:
+        return f"{user_where}: token"
+    if "tokenFile" in user:
+        return f"{user_where}: the token in its tokenFile"
+    if "exec" in user:
+        return f"{user_where}: the exec credential plugin's token"
+    return f"{user_where}: the token"

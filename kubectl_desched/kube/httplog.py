@@ -38,6 +38,8 @@ def headers(items: Iterable[tuple[str, str]]) -> str:
         if name.lower() in _MASKED:
             scheme = value.split(" ", 1)[0] if " " in value else ""
             value = f"{scheme} <masked>".strip()
+        # the bytes sent (header values go out as latin-1: see config._utf8), read as kubectl's log reads them
+        value = value.encode("latin-1", "replace").decode("utf-8", "replace")
         shown.append(f'{name}="{one_line(value, 200)}"')
     return " ".join(shown)
 

@@ -6,6 +6,7 @@ result as a kubeconfig."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from kubectl_desched.errors import UsageError
@@ -13,6 +14,24 @@ from kubectl_desched.errors import UsageError
 # A bearer token from the command line wins over every other way the user entry would authenticate: client-go sends
 # it and the exec or auth-provider plugin never runs; basic auth and a token cannot go together.
 _TOKEN_REPLACES = ("tokenFile", "exec", "auth-provider", "username", "password")
+# What would go into a header line: a line break would end the header (or fold the next line into it) and the HTTP
+# client refuses the others with a traceback; Go's client refuses the same (a tab is allowed in a value).
+_NOT_IN_A_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def header_problem(value: str) -> str | None:
+    """Why `value` cannot be sent as an HTTP header value, or None."""
+    if _NOT_IN_A_HEADER.search(value):
+        return "must not contain line breaks or control characters"
+    return None
+
+
+def token_problem(token: str) -> str | None:
+    """Why a bearer token cannot be sent, or None. A token is ASCII (RFC 6750); the HTTP client could not even
+    encode most other characters."""
+    if not token.isascii():
+        return "must be ASCII text"
+    return header_problem(token)
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,8 @@ class ConnectionFlags:
             raise UsageError("-s/--server must not be empty")
         if self.token is not None and not self.token.strip():
             raise UsageError("--token must not be empty")
+        if self.token is not None and (why := token_problem(self.token.strip())):
+            raise UsageError(f"--token: {why}")
         if self.insecure_skip_tls_verify and self.certificate_authority:
             raise UsageError("--certificate-authority and --insecure-skip-tls-verify cannot be used together")
         for flag, path in (("--certificate-authority", self.certificate_authority),

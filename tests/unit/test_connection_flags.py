@@ -394,3 +394,15 @@ def test_server_flag_mistakes_found_with_client_gos_rules(server: str, message: 
         checks.server_url(server)
     assert str(info.value) == f"-s/--server: {message}"
 
+
+@pytest.mark.parametrize(("token", "message"), [
+    ("abc\ndef", "--token: must not contain line breaks or control characters"),
+    ("abc\r\n def", "--token: must not contain line breaks or control characters"),  # a folded header line
+    ("abc\x00def", "--token: must not contain line breaks or control characters"),
+    ("tök€n", "--token: must be ASCII text"),
+])
+def test_a_token_flag_that_cannot_be_a_header_is_refused(token: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        ConnectionFlags(token=token).check()
+    assert str(info.value) == message
+    ConnectionFlags(token="abc-def\n").check()  # a line end is trimmed, as from a token file

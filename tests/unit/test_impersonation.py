@@ -95,3 +95,42 @@ def test_a_failed_request_is_logged_with_its_reason(tmp_path: Path, capsys: pyte
     err = capsys.readouterr().err
     assert '"Request failed" verb="GET" url="http://127.0.0.1:9/version"' in err
     httplog.set_verbosity(0)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"as_user": "alice\nX-Evil: 1"}, "--as: must not contain line breaks or control characters"),
+    ({"as_user": "alice\r\n X-Evil: 1"}, "--as: must not contain line breaks or control characters"),  # folded
+    ({"as_user": "a", "as_groups": ("ok", "g\r\nX: y")}, "--as-group: must not contain line breaks or control "
+                                                          "characters"),
+    ({"as_user": "a", "as_uid": "u\rx"}, "--as-uid: must not contain line breaks or control characters"),
+    ({"as_user": "a\x00"}, "--as: must not contain line breaks or control characters"),
+])
+def test_a_value_that_would_break_the_header_is_refused_before_anything_is_sent(server: str, kw: dict[str, Any],
+                                                                                 message: str) -> None:
+    """A line break used to end in http.client's ValueError traceback, and `\\r\\n ` (a folded header line) went out
+    to the server inside the Impersonate-User header."""
+    with pytest.raises(UsageError) as info:
+        get(server, **kw)
+    assert str(info.value) == message
+    assert Recorder.seen == []
+
+
+def test_a_bad_impersonation_flag_is_a_usage_error_line(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str], server: str) -> None:
+    from tests.unit.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
+
+    code, out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "-s", server, "--as", "alice\nX-Evil: 1")
+    assert_one_error_line(err, "error: --as: must not contain line breaks or control characters")
+    assert (code, out, Recorder.seen) == (2, "", [])
+
+
+def test_names_beyond_ascii_go_out_as_utf8_as_kubectl_sends_them(server: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Characters outside latin-1 ended in a UnicodeEncodeError traceback; latin-1 ones went out as latin-1 bytes,
+    a name the apiserver (which reads UTF-8) does not know. A tab is allowed, as Go's client allows it."""
+    headers = get(server, as_user="jürgen", as_groups=("用户", "a\tb"), verbosity=7)
+    # http.server reads header bytes as latin-1: encoding back gives the bytes that were sent
+    assert [(k, v.encode("latin-1").decode()) for k, v in headers] == [
+        ("Impersonate-User", "jürgen"), ("Impersonate-Group", "用户"), ("Impersonate-Group", "a\tb")]
+    err = capsys.readouterr().err
+    assert 'Impersonate-User="jürgen"' in err and 'Impersonate-Group="用户"' in err  # the -v 7 log, as kubectl's

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -303,3 +304,124 @@ def test_insecure_skip_tls_verify_must_be_a_boolean(tmp_path: Path) -> None:
     message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
     assert message == 'cluster "a": insecure-skip-tls-verify must be true or false'
 
+
+SECRET = "s3cret-T0KEN"
+
+
+@pytest.mark.parametrize(("kind", "bad", "why"), [
+    ("token", "\n", "token must not contain line breaks or control characters"),
+    ("token", "€", "token must be ASCII text"),
+    ("tokenFile", "\n", "the token in its tokenFile must not contain line breaks or control characters"),
+    ("tokenFile", "\r\n ", "the token in its tokenFile must not contain line breaks or control characters"),
+    ("exec", "\n", "the exec credential plugin's token must not contain line breaks or control characters"),
+])
+def test_a_token_that_cannot_be_a_header_is_refused_naming_the_user(tmp_path: Path, kind: str, bad: str,
+                                                                    why: str) -> None:
+    """The HTTP client refused it with a traceback quoting the whole Authorization header, token and all."""
+    token = f"{SECRET}{bad}more"
+    if kind == "token":
+        user: dict[str, Any] = {"token": token}
+    elif kind == "tokenFile":
+        (tmp_path / "token").write_text(token + "\n")
+        user = {"tokenFile": str(tmp_path / "token")}
+    else:
+        plugin = tmp_path / "plugin.py"
+        plugin.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps({{'apiVersion': "
+                          f"'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', 'status': {{'token': "
+                          f"{token!r}}}}}))\n")
+        plugin.chmod(0o755)
+        user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}}
+    cfg = _one_cluster(tmp_path / "c.yaml", {"server": "https://a.example"}, user)
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert message == f'user "u": {why}'
+    assert SECRET not in message
+
+
+def test_unknown_context(two_files: tuple[Path, Path]) -> None:
+    assert _usage_error(KubeOptions(context="nope")) == 'context "nope" does not exist in the kubeconfig'
+
+
+def test_unknown_cluster_and_user(two_files: tuple[Path, Path]) -> None:
+    message = _usage_error(KubeOptions(cluster="nope"), namespace_too=False)
+    assert message == 'cluster "nope" does not exist in the kubeconfig'
+    message = _usage_error(KubeOptions(user="nobody"), namespace_too=False)
+    assert message == 'user "nobody" does not exist in the kubeconfig'
+
+
+def test_context_naming_a_missing_cluster(tmp_path: Path) -> None:
+    cfg = _kubeconfig(tmp_path / "c.yaml", current="x", contexts={"x": {"cluster": "gone"}})
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert message == 'cluster "gone" does not exist in the kubeconfig'
+
+
+def test_no_current_context(tmp_path: Path) -> None:
+    cfg = _kubeconfig(tmp_path / "c.yaml", clusters={"c": "https://x.example"}, contexts={"x": {"cluster": "c"}})
+    message = _usage_error(KubeOptions(kubeconfig=str(cfg)), namespace_too=False)
+    assert "no current-context" in message
+    assert context_namespace(KubeOptions(kubeconfig=str(cfg))) == "default"
+
+
+def test_nothing_found_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing.yaml"))
+    message = _usage_error(KubeOptions(), namespace_too=False)
+    assert message.startswith(f"no kubeconfig found at {tmp_path / 'missing.yaml'}")
+    assert context_namespace(KubeOptions()) == "default"
+
+
+@pytest.fixture
+def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text("sa-token-xyz")
+    (sa / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (sa / "namespace").write_text("kube-tools\n")
+    monkeypatch.setattr(kube_config, "_SA_DIR", str(sa))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    return sa
+
+
+def test_in_cluster_fallback(service_account: Path) -> None:
+    conn = connect(KubeOptions())
+    assert conn.context == "(in-cluster)"
+    assert conn.api.configuration.host == "https://10.96.0.1:443"
+    assert _token(conn) == "sa-token-xyz"
+    assert conn.api.configuration.ssl_ca_cert == str(service_account / "ca.crt")
+    assert conn.namespace == "kube-tools"
+    assert connect(KubeOptions(namespace="mine")).namespace == "mine"
+    assert context_namespace(KubeOptions()) == "kube-tools"
+
+
+def test_kubeconfig_wins_over_in_cluster(service_account: Path, two_files: tuple[Path, Path]) -> None:
+    conn = connect(KubeOptions())
+    assert (conn.context, _host(conn)) == ("ctx-a", "a.example")
+
+
+def test_in_cluster_without_port_is_an_error(service_account: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT")
+    with pytest.raises(DeschedError) as info:
+        connect(KubeOptions())
+    assert str(info.value).startswith("in-cluster configuration:")
+    assert "\n" not in str(info.value)
+
+
+
+def test_a_refreshed_exec_token_that_cannot_be_a_header_is_refused(tmp_path: Path) -> None:
+    """An exec plugin's next token (its first expired at once) is checked as the first was."""
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""
+        import json, pathlib
+        count = pathlib.Path({str(tmp_path / "count")!r})
+        n = int(count.read_text()) + 1 if count.exists() else 1
+        count.write_text(str(n))
+        print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {{
+            "token": "{SECRET}" if n == 1 else "{SECRET}\\nX: y", "expirationTimestamp": "2000-01-01T00:00:00Z"}}}}))
+        """))
+    plugin.chmod(0o755)
+    cfg = _one_cluster(tmp_path / "c.yaml", {"server": "https://a.example"}, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}})
+    conn = connect(KubeOptions(kubeconfig=str(cfg)))
+    with pytest.raises(UsageError) as info:  # as the client asks for the token before each request
+        conn.api.configuration.get_api_key_with_prefix("BearerToken")
+    assert str(info.value) == ('user "u": the exec credential plugin\'s token must not contain line breaks or '
+                               'control characters')
