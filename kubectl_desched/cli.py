@@ -128,7 +128,8 @@ def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags
                    "read, and plugins that need the other nodes are estimated or listed as not evaluated.")
 def explain_node(node_name: str, full: bool, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags,
                  output: OutputOptions) -> None:
-    """The node's utilization against the thresholds, its class, and every pod on it with its verdict."""
+    """The node's utilization against the thresholds, its class, and every pod on it with its verdict (in every
+    namespace unless -n narrows them)."""
     name("NODE", node_name, dns1123_subdomain_problem)
     plugins = registry(click.get_current_context())
     policy = build_policy(plugins, flags, "balance", default_plugins(plugins, "explain"))

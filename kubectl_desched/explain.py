@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
@@ -49,12 +50,15 @@ def node_status(node: Node, considered: bool) -> str:
     return "; ".join(parts)
 
 
-def explain_node_doc(plan: EvictionPlan, node: Node, considered: bool) -> dict[str, Any]:
+def explain_node_doc(plan: EvictionPlan, node: Node, considered: bool,
+                     namespaces: Sequence[str] = ()) -> dict[str, Any]:
+    """namespaces: the ones -n narrowed the explanation to (none: the node's pods in every namespace)."""
     verdicts = Verdicts(plan)
     pods = sorted(plan.state.all_pods_on_node(node.name), key=lambda p: (p.namespace, p.name))
     return {
         "node": node.name,
         "status": node_status(node, considered),
+        "namespaces": sorted(namespaces) or None,
         "plugins": [{"plugin": r.plugin, "class": r.klass, "detail": r.detail}
                     for r in plan.node_reports.get(node.name, [])],
         "read": "node" if plan.one_node else "cluster",
@@ -67,6 +71,9 @@ def explain_node_doc(plan: EvictionPlan, node: Node, considered: bool) -> dict[s
 
 def explain_node_text(doc: dict[str, Any]) -> str:
     lines = [f"Node {doc['node']}: {doc['status']}"]
+    if doc.get("namespaces"):
+        ns = ",".join(doc["namespaces"])
+        lines.append(f"  Only pods in namespace {ns} are judged (-n {ns}); without -n, every pod on the node is")
     if not doc["plugins"]:
         lines.append("  no plugin classified this node")
     for r in doc["plugins"]:

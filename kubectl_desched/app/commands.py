@@ -242,9 +242,13 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:
     """Live, the node and its pods are read alone unless --full or the policy's filters or limits need every
-    node: plugins that need the other nodes are then estimated or listed as not evaluated."""
+    node: plugins that need the other nodes are then estimated or listed as not evaluated. The node is the scope:
+    its pods in every namespace unless -n narrows them (a node's pods belong to many namespaces)."""
     for w in policy.warnings:
         warn(w)
+    narrowed = opts.scope.namespaces
+    if not narrowed:
+        opts = replace(opts, scope=replace(opts.scope, all_namespaces=True))
     one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
@@ -253,7 +257,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
         raise DeschedError(f'node "{node_name}" not found')
     plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(plan.state, policy, loaded.scope)
-    doc = explain_node_doc(plan, node, considered)
+    doc = explain_node_doc(plan, node, considered, narrowed)
     return _show_explanation(plan, doc, explain_node_text, opts)
 
 

@@ -160,6 +160,7 @@ def test_high_node_utilization_estimate_marks_the_pods_of_an_under_utilized_node
 @pytest.mark.parametrize(("scope", "asked", "ops_verdict"), [
     (["-n", "shop"], ["shop"], ("keep", "protected: namespace ops not in scope (-n shop)")),
     (["-A"], ["ops", "shop"], ("evict", "RemovePodsViolatingNodeTaints")),
+    ([], ["ops", "shop"], ("evict", "RemovePodsViolatingNodeTaints")),  # the node is the scope: as -A
 ])
 def test_the_quick_read_asks_for_the_pdbs_of_namespaces_in_scope_only(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any,
