@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model import Node, Pod, PodDisruptionBudget
 from kubectl_desched.scheduling import why_not_node_fit
 from kubectl_desched.state import ClusterState
 from kubectl_desched.tables import plain_table
@@ -31,7 +31,10 @@ class Verdicts:
                 return "keep", f"protected: {why}"
         maybe = self.plan.maybe.get(id(pod))
         if maybe:
-            return "maybe", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(maybe))
+            said = "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(maybe))
+            refused = self._budget_refusal(pod)
+            # whatever the other nodes' room, the Eviction API would refuse it: the budget decides, not the estimate
+            return ("keep", f"{refused}; {said}") if refused else ("maybe", said)
         notes = self.plan.notes.get(id(pod))
         if notes:
             return "keep", "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(notes))
@@ -39,6 +42,25 @@ class Verdicts:
         if pod.is_terminal:
             return "keep", f"phase {pod.phase}: already finished, {which} selects it"
         return "keep", f"{which} selects it"
+
+    def _budget_refusal(self, pod: Pod) -> str | None:
+        """Why the Eviction API would refuse this pod now, where the plan respects budgets; a budget that allows
+        no disruption at all is named with its healthy counts."""
+        plan = self.plan
+        if not plan.limits.respect_pdbs:
+            return None
+        refused = plan.pdb_refusal(pod)
+        if refused is None:
+            return None
+        blocking = next((b for b in plan.state.pdbs_for(pod) if b.fresh and b.disruptions_allowed <= 0), None)
+        return _no_disruption(blocking) if blocking is not None else refused
+
+
+def _no_disruption(pdb: PodDisruptionBudget) -> str:
+    counts = ""
+    if pdb.current_healthy is not None and pdb.desired_healthy is not None:
+        counts = f" ({pdb.current_healthy} healthy, {pdb.desired_healthy} required)"
+    return f"PodDisruptionBudget {pdb.name} allows no disruption{counts}: the API would refuse the eviction"
 
 
 def node_status(node: Node, considered: bool) -> str:

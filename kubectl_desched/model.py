@@ -166,6 +166,8 @@ class PodDisruptionBudget(Struct, kw_only=True, gc=False):
     selector: Matcher
     disruptions_allowed: int
     fresh: bool  # status.observedGeneration caught up with metadata.generation
+    current_healthy: int | None = None  # status.currentHealthy and desiredHealthy, to say why none is allowed
+    desired_healthy: int | None = None
 
     def covers(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and self.selector(pod.labels)
@@ -614,6 +616,8 @@ def finish_pdb(w: wire.PodDisruptionBudget) -> PodDisruptionBudget:
         selector=selector,
         disruptions_allowed=w.status.disruptions_allowed,
         fresh=generation is None or (observed is not None and observed >= generation),
+        current_healthy=w.status.current_healthy,
+        desired_healthy=w.status.desired_healthy,
     )
 
 

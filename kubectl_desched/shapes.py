@@ -388,7 +388,8 @@ PDB = obj({
         "minAvailable": int_or_percent,
         "maxUnavailable": int_or_percent,
     }),
-    "status": obj({"disruptionsAllowed": non_negative32, "observedGeneration": int64}),
+    "status": obj({"disruptionsAllowed": non_negative32, "currentHealthy": non_negative32,
+                   "desiredHealthy": non_negative32, "observedGeneration": int64}),
 })
 
 # The other kinds a source reads for plugins (kube/live.py's EXTRA_KINDS), as far as plugins read them.

@@ -272,6 +272,8 @@ class PDBSpec(_Wire, kw_only=True):
 
 class PDBStatus(_Wire, kw_only=True):
     disruptions_allowed: Count32 = 0
+    current_healthy: Count32 | None = None
+    desired_healthy: Count32 | None = None
     observed_generation: Int64 | None = None
 
 

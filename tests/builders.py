@@ -66,11 +66,15 @@ def pod(name: str, node_name: str, cpu: str = "100m", memory: str | None = None,
             "status": {"phase": phase, "startTime": started}}
 
 
-def pdb(name: str, match_labels: dict, *, namespace: str = "default", allowed: int = 0) -> dict[str, Any]:
+def pdb(name: str, match_labels: dict, *, namespace: str = "default", allowed: int = 0,
+        healthy: tuple[int, int] | None = None) -> dict[str, Any]:
+    """healthy: (currentHealthy, desiredHealthy) in its status, which the disruption controller writes."""
+    status: dict[str, Any] = {"disruptionsAllowed": allowed, "observedGeneration": 1}
+    if healthy is not None:
+        status["currentHealthy"], status["desiredHealthy"] = healthy
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": namespace, "generation": 1},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": match_labels}},
-            "status": {"disruptionsAllowed": allowed, "observedGeneration": 1}}
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": match_labels}}, "status": status}
 
 
 def cluster(*objects: dict[str, Any]) -> dict[str, Any]:
