@@ -105,7 +105,7 @@ def explain() -> None:
 @output
 def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags,
                 output: OutputOptions) -> None:
-    """The pod against every filter and enabled plugin, and which other nodes could take it."""
+    """The pod against every filter and enabled plugin, and where its replacement would likely land."""
     namespace, pod_name = pod_reference(pod_name, scope.namespaces)
     if namespace is not None:
         scope = replace(scope, namespaces=(namespace,))

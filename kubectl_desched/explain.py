@@ -23,12 +23,9 @@ class Verdicts:
         if c is not None:
             warn = "".join(f" [warning: {w}]" for w in c.warnings)
             return "evict", f"{c.plugin}: {c.reason}{warn}"
-        if pod.terminating and not pod.is_terminal:  # before any scope or protection: nothing else applies
-            return "keep", "terminating: already being deleted (still counted on its node until it is gone)"
-        for ev in self.plan.evictors:
-            why = ev.why_kept(pod)
-            if why:
-                return "keep", f"protected: {why}"
+        kept = self._before_plugins(pod)
+        if kept:
+            return "keep", kept
         maybe = self.plan.maybe.get(id(pod))
         if maybe:
             said = "; ".join(f"{plugin}: {text}" for plugin, text in dict.fromkeys(maybe))
@@ -42,6 +39,31 @@ class Verdicts:
         if pod.is_terminal:
             return "keep", f"phase {pod.phase}: already finished, {which} selects it"
         return "keep", f"{which} selects it"
+
+    def _before_plugins(self, pod: Pod) -> str | None:
+        """What keeps the pod whatever any plugin says: being deleted already, the scope, a protection."""
+        if pod.terminating and not pod.is_terminal:  # before any scope or protection: nothing else applies
+            return "terminating: already being deleted (still counted on its node until it is gone)"
+        for ev in self.plan.evictors:
+            why = ev.why_kept(pod)
+            if why:
+                return f"protected: {why}"
+        return None
+
+    def decides(self, pod: Pod) -> tuple[str, str]:
+        """The verdict with what decides it first: for a pod a plugin picked but the plan kept, the futile move or
+        the budget that keeps it, ahead of every plugin's notes."""
+        verdict, why = self.of(pod)
+        plan = self.plan
+        futile, budget = plan.kept_futile.get(id(pod)), plan.kept_by_pdb.get(id(pod))
+        if verdict != "keep" or not (futile or budget) or self._before_plugins(pod):
+            return verdict, why
+        parts = []
+        if futile:
+            parts.append(f"the move would change nothing: {futile[2]}; picked by {futile[1]}")
+        if budget:
+            parts.append(f"{self._budget_refusal(pod) or budget[2]}; picked by {budget[1]}")
+        return verdict, "; ".join(parts)
 
     def _budget_refusal(self, pod: Pod) -> str | None:
         """Why the Eviction API would refuse this pod now, where the plan respects budgets; a budget that allows
@@ -114,12 +136,43 @@ def explain_node_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _fit_summary(pod: Pod, state: ClusterState, limit: int = 5) -> dict[str, Any]:
-    """Which other ready nodes could take the pod now, and why the others could not, grouped by reason."""
+def _landing(plan: EvictionPlan, pod: Pod) -> dict[str, Any] | None:
+    """Where the pod's replacement would likely land, from the plan's own estimate: its destination where the plan
+    evicts it, else the estimator's answer with the plan's moves done (asked, then taken back)."""
+    placement = plan.placement
+    dest = placement.destinations.get(id(pod)) if placement is not None else None
+    planned = dest is not None
+    if dest is None:
+        if plan.one_node or pod.node_name not in plan.cluster.nodes:
+            return None  # one node alone cannot place it; an unscheduled pod has no replacement to place
+        estimator = plan.estimator
+        dest = estimator.move(pod)
+        estimator.undo()
+    return {"planned": planned, "node": dest.node, "tied": [n for n in dest.tied if n != dest.node],
+            "recreated": dest.recreated, "why": dest.why}
+
+
+def _landing_text(doc: dict[str, Any], moves: int) -> str:
+    land = doc["landing"]
+    lead = "Its replacement would" if land["planned"] else "If evicted, its replacement would"
+    if not land["recreated"]:
+        return f"If evicted: {land['why']}"  # no controller, or its DaemonSet's own node
+    if land["node"] is None:
+        return f"{lead} stay Pending: {land['why']}"
+    where = land["node"] + (", its own node" if land["node"] == doc["node"] else "")
+    if land["tied"]:
+        where += f" (tied with {', '.join(land['tied'])})"
+    after = f", once the plan's {moves} eviction(s) are done" if moves and not land["planned"] else ""
+    return f"{lead} likely land on: {where}{after}"
+
+
+def _fit_summary(pod: Pod, state: ClusterState, skip: Sequence[str] = (), limit: int = 5) -> dict[str, Any]:
+    """Which other ready nodes could take the pod now, and why the others could not, grouped by reason; the nodes
+    the placement estimate names (skip) are left to it."""
     fits: list[str] = []
     refused: dict[str, list[str]] = {}
     for n in sorted(state.nodes.values(), key=lambda n: n.name):
-        if n.name == pod.node_name:
+        if n.name == pod.node_name or n.name in skip:
             continue
         why = "not ready" if not n.ready else why_not_node_fit(pod, n, state)
         if why is None:
@@ -134,7 +187,8 @@ def _fit_summary(pod: Pod, state: ClusterState, limit: int = 5) -> dict[str, Any
 
 
 def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> dict[str, Any]:
-    verdict, why = Verdicts(plan).of(pod)
+    verdicts = Verdicts(plan)
+    verdict, why = verdicts.of(pod)
     checks = []
     for ev in plan.evictors:
         checks.append({"profile": ev.profile, "check": "scope", "result": ev.scope(pod) or "passes"})
@@ -158,11 +212,14 @@ def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> di
             result = "does not select it" + (f" (its node is {klass[0]})" if klass else "")
         plugins.append({"plugin": name, "result": result})
     owner = pod.controller
+    landing = _landing(plan, pod)
+    named = [landing["node"], *landing["tied"]] if landing and landing["node"] else []
     return {
         "pod": pod.name, "namespace": pod.namespace, "node": pod.node_name, "uid": pod.uid,
         "owner": f"{owner.kind}/{owner.name}" if owner else None, "priority": pod.priority, "qos": pod.qos,
-        "phase": pod.phase, "verdict": verdict, "why": why, "checks": checks, "plugins": plugins,
-        "otherNodes": _fit_summary(pod, plan.state),
+        "phase": pod.phase, "verdict": verdict, "why": why, "decides": verdicts.decides(pod)[1],
+        "checks": checks, "plugins": plugins, "landing": landing, "plannedEvictions": len(plan.candidates),
+        "otherNodes": _fit_summary(pod, plan.state, named),
     }
 
 
@@ -174,14 +231,17 @@ def explain_pod_text(doc: dict[str, Any]) -> str:
     owner = doc["owner"] or "no owner"
     prio = "no priority" if doc["priority"] is None else f"priority {doc['priority']}"
     lines = [f"Pod {doc['namespace']}/{doc['pod']} on {doc['node']}: {owner}, {prio}, {doc['qos']}, {doc['phase']}",
-             f"Verdict: {doc['verdict'].upper()}: {doc['why']}", "", "Filters:"]
+             f"Verdict: {doc['verdict'].upper()} - {doc['decides']}", "", "Filters:"]
     lines.append(_indent(plain_table([[c["check"], c["profile"], c["result"]] for c in doc["checks"]])))
     lines += ["", "Plugins:"]
     lines.append(_indent(plain_table([[p["plugin"], p["result"]] for p in doc["plugins"]])))
+    lines.append("")
+    if doc["landing"] is not None:
+        lines.append(_landing_text(doc, doc["plannedEvictions"]))
     other = doc["otherNodes"]
     fits = other["fits"]
     shown = ", ".join(fits[:10]) + (f", ... ({len(fits)} in all)" if len(fits) > 10 else "")
-    lines += ["", f"Other nodes that could take it now: {shown or 'none'}"]
+    lines.append(f"Other nodes it fits now: {shown or 'none'}")
     for r in other["refused"]:
         more = f" and {r['count'] - len(r['nodes'])} more" if r["count"] > len(r["nodes"]) else ""
         lines.append(f"  {r['reason']}: {', '.join(r['nodes'])}{more}")

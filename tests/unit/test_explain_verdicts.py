@@ -1,5 +1,5 @@
-"""explain's verdicts say what decides them: the node is the scope of `explain node`, and a budget that allows
-no disruption keeps a pod the quick read would call MAYBE."""
+"""explain's verdicts say what decides them: the node is the scope of `explain node`, a budget that allows no
+disruption keeps a pod the quick read would call MAYBE, and `explain pod` lands the pod where the plan does."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kubectl_desched import cli
 from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
-from kubectl_desched.explain import explain_node_doc, explain_node_text
+from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
@@ -105,3 +105,80 @@ def test_quick_read_budget_with_room_or_ignored_stays_maybe() -> None:
     assert {v for v, _ in _node_verdicts(_one_node_plan(allowed=1)).values()} == {"maybe"}
     loose = _node_verdicts(_one_node_plan("--no-respect-pdbs"))
     assert {v for v, _ in loose.values()} == {"maybe"}  # as upstream's dry run plans it: the budget is ignored
+
+
+# --- 10: explain pod lands the pod where the plan does, and leads with what decides --------------------------------
+
+PREFER_WORKER_2 = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 100, "preference": {"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["worker-2"]}]}}]}}
+
+
+def _pod_doc(*flags: str, affinity: dict[str, Any] | None = PREFER_WORKER_2) -> tuple[dict[str, Any], EvictionPlan]:
+    """worker-2 over-utilized by three web pods that prefer it; worker-1 nearly empty, worker-3 in between."""
+    extra = {"affinity": affinity} if affinity else {}
+    state = _state(b.node("worker-1"), b.node("worker-2"), b.node("worker-3"),
+                   *(b.pod(f"web-{i}", "worker-2", cpu="800m", memory="256Mi", labels={"app": "web"},
+                           owner_name="web", **extra) for i in range(3)),
+                   b.pod("light", "worker-1", cpu="100m", memory="64Mi"),
+                   b.pod("middle", "worker-3", cpu="1500m", memory="2Gi"))
+    policy = _policy(cli.explain_pod, "--plugin=LowNodeUtilization", *flags)
+    plan = run(policy, state, Scope())
+    pod = state.find_pod("default", "web-0")
+    assert pod is not None
+    return explain_pod_doc(plan, pod, ["LowNodeUtilization"]), plan
+
+
+def test_explain_pod_kept_futile_lands_back_and_never_says_another_node_takes_it() -> None:
+    doc, plan = _pod_doc()
+    assert not plan.candidates and len(plan.kept_futile) == 3
+    lines = explain_pod_text(doc).splitlines()
+    assert lines[1] == ("Verdict: KEEP - the move would change nothing: would land back on worker-2; picked by "
+                        "LowNodeUtilization")
+    landing = {k: doc["landing"][k] for k in ("planned", "node", "tied", "recreated")}
+    assert landing == {"planned": False, "node": "worker-2", "tied": [], "recreated": True}
+    assert "If evicted, its replacement would likely land on: worker-2, its own node" in lines
+    assert "Other nodes it fits now: worker-1, worker-3" in lines
+    assert not any(line.startswith("Other nodes that could take it") for line in lines)
+    assert doc["why"].startswith("LowNodeUtilization: selected (node over target")  # explain node's words stay
+
+
+def test_explain_pod_of_a_candidate_shows_the_plans_destination() -> None:
+    doc, plan = _pod_doc(affinity=None)
+    pod = plan.state.find_pod("default", "web-0")
+    assert plan.placement is not None and pod is not None
+    dest = plan.placement.destinations[id(pod)]
+    assert doc["verdict"] == "evict" and doc["landing"]["planned"]
+    assert (doc["landing"]["node"], doc["landing"]["tied"]) == (dest.node, [n for n in dest.tied if n != dest.node])
+    text = explain_pod_text(doc)
+    assert text.splitlines()[1].startswith("Verdict: EVICT - LowNodeUtilization: node over target")
+    tie = f" (tied with {', '.join(doc['landing']['tied'])})" if doc["landing"]["tied"] else ""
+    assert f"\nIts replacement would likely land on: {dest.node}{tie}\n" in text
+    assert dest.node not in doc["otherNodes"]["fits"]  # the estimate names it; the list does not repeat it
+
+
+def test_explain_pod_with_keep_futile_plans_the_landing_back() -> None:
+    doc, _plan = _pod_doc("--keep-futile")
+    assert doc["verdict"] == "evict" and doc["landing"]["planned"] and doc["landing"]["node"] == "worker-2"
+    assert "\nIts replacement would likely land on: worker-2, its own node\n" in explain_pod_text(doc)
+
+
+def test_demo_explain_pod_agrees_with_the_plans_reasons() -> None:
+    """Every pod of worker-a1 the plan keeps as futile: the landing explain pod shows is the node its reason names;
+    a pod its 2-of-2 budget keeps leads with that budget."""
+    node = json.loads(_explain("node", "worker-a1")[1])
+    futile = [p for p in node["pods"] if "the move would change nothing" in p["why"]]
+    assert futile
+    for p in futile:
+        text, raw = _explain("pod", "-n", p["namespace"], p["pod"])
+        doc = json.loads(raw)
+        assert doc["decides"].startswith("the move would change nothing: ")
+        assert text.splitlines()[1] == f"Verdict: KEEP - {doc['decides']}"
+        assert f"would land on {doc['landing']['node']}" in doc["decides"]
+    text, _raw = _explain("pod", "shop/checkout-t2ff6924gf-49crz")
+    assert text.splitlines()[1] == ("Verdict: KEEP - PodDisruptionBudget checkout-pdb allows no disruption "
+                                    "(2 healthy, 2 required): the API would refuse the eviction; picked by "
+                                    "LowNodeUtilization")
+    text, _raw = _explain("pod", "batch/debug-shell")
+    assert "Verdict: KEEP - protected: bare pod (no owner)" in text
+    assert "\nIf evicted: no controller recreates it\n" in text
