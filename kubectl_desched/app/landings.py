@@ -13,7 +13,7 @@ from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.model import Node
+from kubectl_desched.model import Node, Pod
 from kubectl_desched.quantity import fmt_pct
 from kubectl_desched.render import RESOURCES, Painter, node_rows
 from kubectl_desched.tables import plain_table
@@ -39,6 +39,21 @@ def read_nodes(conn: Connection, names: list[str]) -> ClusterState:
     return read_cluster(conn, node_names=names)
 
 
+# Labels a pod gets that its replacement may not share: where it runs (the PodTopologyLabels admission copies its
+# node's topology labels onto a pod when it is bound) and which replica it is.
+PER_POD = ("topology.kubernetes.io/", "kubernetes.io/hostname", "statefulset.kubernetes.io/pod-name",
+           "apps.kubernetes.io/pod-index")
+
+
+def template_labels(pod: Pod, plan: EvictionPlan) -> dict[str, str]:
+    """The labels the pod's replacement will have too, to list it by: those its replicas share, without the ones a
+    pod gets for where it runs or which replica it is."""
+    shared = dict(pod.labels)
+    for sibling in plan.cluster.owner_pods(pod):
+        shared = {k: v for k, v in shared.items() if sibling.labels.get(k) == v}
+    return {k: v for k, v in shared.items() if not k.startswith(PER_POD)}
+
+
 def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | None, results: Sequence[EvictionResult],
                  nodes: list[Node], timeout: float) -> dict[str, Any] | None:
     """Waits (at most `timeout` seconds, Ctrl-C ends the wait) for the replacements of the evicted pods to be
@@ -48,7 +63,7 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
     gone = [r for r in results if r.outcome in GONE and r.candidate.pod.controller is not None]
     if not gone:
         return None
-    evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", p.labels,
+    evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", template_labels(p, plan),
                        r.started or r.finished or plan.cluster.now) for r in gone for p in (r.candidate.pod,)]
     known = {p.uid for p in plan.cluster.pods}
     if sys.stderr.isatty():

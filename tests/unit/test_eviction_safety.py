@@ -840,3 +840,15 @@ def test_rounds_stop_when_the_nodes_do_not_get_better(monkeypatch: pytest.Monkey
                       "estimated",
                       "round 2: stopped: 0 node(s) over target, cpu spread 2.5%, no better than the round before"]
     assert out.count("Round 1") == 1 and "Round 2" not in out
+
+
+def test_a_replacement_is_listed_by_the_labels_it_will_share() -> None:
+    """The PodTopologyLabels admission gives a bound pod its node's zone: a replacement elsewhere has another."""
+    from kubectl_desched.app.landings import template_labels
+
+    pods = [b.pod("a", "n1", owner_name="web", labels={"app": "web", "topology.kubernetes.io/zone": "a",
+                                                       "statefulset.kubernetes.io/pod-name": "a"}),
+            b.pod("b", "n2", owner_name="web", labels={"app": "web", "topology.kubernetes.io/zone": "b", "v": "2"})]
+    state = ClusterState([node_from_json(b.node("n1")), node_from_json(b.node("n2"))], map(pod_from_json, pods))
+    plan = EvictionPlan(state, Limits())
+    assert template_labels(plan.cluster.pods[0], plan) == {"app": "web"}
