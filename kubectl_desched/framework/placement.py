@@ -500,12 +500,7 @@ class _SpreadCheck:
             if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
                 continue
             key = str(c.get("topologyKey", ""))
-            raw = dict(c.get("labelSelector") or {})
-            keys = c.get("matchLabelKeys") or ()
-            if keys:  # the incoming pod's values for these keys narrow the selector, as the scheduler does
-                labels = dict(raw.get("matchLabels") or {})
-                labels.update({k: pod.labels[k] for k in keys if k in pod.labels})
-                raw["matchLabels"] = labels
+            raw = _spread_selector(pod, c)
             domains = cl.domain_values(eligible, key)
             if c.get("labelSelector") is None:
                 counts = dict.fromkeys(domains, 0)
@@ -553,10 +548,61 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
         if top > 0:  # the framework's default normalization: highest 100
             for name, v in preferred.items():
                 out[name] += 2 * (v * MAX_SCORE // top)
-    if not pod.spread_constraints:
-        for n, v in zip(feasible, _default_spread(pod, feasible, cl), strict=False):  # empty: not scored
-            out[n.name] += 2 * v
+    # PodTopologySpread (weight 2) scores the pod's own ScheduleAnyway constraints, or the system default ones
+    # when it has none at all; DoNotSchedule constraints only filter.
+    spread = _soft_spread(pod, feasible, cl) if pod.spread_constraints else _default_spread(pod, feasible, cl)
+    for n, v in zip(feasible, spread, strict=False):  # empty: not scored
+        out[n.name] += 2 * v
     return out
+
+
+def _spread_selector(pod: Pod, c: Mapping[str, Any]) -> dict[str, Any]:
+    """The constraint's label selector, narrowed by matchLabelKeys to the incoming pod's values (as the scheduler
+    does)."""
+    raw = dict(c.get("labelSelector") or {})
+    keys = c.get("matchLabelKeys") or ()
+    if keys:
+        labels = dict(raw.get("matchLabels") or {})
+        labels.update({k: pod.labels[k] for k in keys if k in pod.labels})
+        raw["matchLabels"] = labels
+    return raw
+
+
+def _soft_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
+    """The pod's ScheduleAnyway constraints scored as kube-scheduler does: per node, the matching running pods in
+    its domain times log(domains + 2), plus maxSkew - 1, summed over the constraints; fewer is better."""
+    soft = [c for c in pod.spread_constraints if c.get("whenUnsatisfiable") == "ScheduleAnyway"
+            and c.get("labelSelector") is not None]
+    if not soft or not feasible:
+        return []
+    raw: list[float | None] = [0.0] * len(feasible)
+    for c in soft:
+        key = str(c.get("topologyKey", ""))
+        values = [n.labels.get(key) for n in feasible]
+        domains = {v for v in values if v is not None}
+        if not domains:
+            continue
+        weight = math.log(len(domains) + 2)
+        counts = cl.domain_counts(_spread_selector(pod, c), key, (pod.namespace,), running_only=True)
+        skew = int(c.get("maxSkew") or 1)
+        for j, v in enumerate(values):
+            current = raw[j]
+            if v is None or current is None:
+                raw[j] = None  # a node without the key scores 0
+            else:
+                raw[j] = current + counts.get(v, 0) * weight + (skew - 1)
+    return _normalized(raw)
+
+
+def _normalized(raw: list[float | None]) -> list[int]:
+    """PodTopologySpread's normalization: the least crowded node 100, the others in proportion; None scores 0."""
+    rounded = [round(v) for v in raw if v is not None]
+    if not rounded:
+        return []
+    hi, lo = max(rounded), min(rounded)
+    if hi == 0:
+        return [MAX_SCORE if v is not None else 0 for v in raw]
+    return [0 if v is None else MAX_SCORE * (hi + lo - round(v)) // hi for v in raw]
 
 
 # kube-scheduler's system default spreading: ScheduleAnyway over hostname (maxSkew 3) and zone (maxSkew 5), counting
@@ -581,13 +627,7 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
         for j, v in enumerate(values):
             if (domain := v[i]) is not None:
                 raw[j] = (raw[j] or 0.0) + count(domain, 0) * weight + (skew - 1)
-    rounded = [round(v) for v in raw if v is not None]
-    if not rounded:
-        return []
-    hi, lo = max(rounded), min(rounded)
-    if hi == 0:
-        return [MAX_SCORE] * len(feasible)
-    return [MAX_SCORE * (hi + lo - (hi if v is None else round(v))) // hi for v in raw]
+    return _normalized(raw)
 
 
 class Estimator:

@@ -217,3 +217,21 @@ def test_a_pod_no_node_can_take_is_futile() -> None:
     dest = plan.estimator.move(cands[0].pod)
     assert plan.futility(cands[0].pod, dest, None) == \
         "its replacement would stay Pending (no node fits (insufficient cpu: 1, insufficient memory: 1))"
+
+
+def test_schedule_anyway_spread_is_scored_as_the_scheduler_does() -> None:
+    """A ScheduleAnyway zone constraint (weight 2) outweighs the resources' small difference: zone a already has
+    two web pods, zone b none, so the replacement goes to b although a2 is a little emptier. Without the
+    constraint, resources and the default spreading pick a2."""
+    zone = "topology.kubernetes.io/zone"
+    soft = {**b.spread(1, zone, {"app": "web"}), "whenUnsatisfiable": "ScheduleAnyway"}
+
+    def objs(constraints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [b.node("a1", labels={zone: "a"}), b.node("a2", labels={zone: "a"}), b.node("b1", labels={zone: "b"}),
+                b.node("src", cpu="1", labels={zone: "c"}),
+                pod("w1", "a1", cpu="100m", labels={"app": "web"}, owner_name="other-web"),
+                pod("w2", "a1", cpu="100m", labels={"app": "web"}, owner_name="other-web"),
+                pod("busy", "b1", cpu="1"),
+                pod("mover", "src", cpu="1", labels={"app": "web"}, topologySpreadConstraints=constraints)]
+    assert where(objs([soft]), ["mover"])[0][0] == "b1"
+    assert where(objs([]), ["mover"])[0][0] == "a2"
