@@ -74,6 +74,13 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
         found = wait(conn, evicted, known, timeout)
     except (KeyboardInterrupt, Interrupted):  # the evictions are done: only the wait ends
         found, stopped = {}, True
+    found = _interchange(gone, found, placement)
+    # A replacement on a node another pod of its controller left is a move undone too (a swap), whichever
+    # evicted pod it is paired with.
+    left_by: dict[str, set[str]] = {}
+    for r in gone:
+        ref = r.candidate.pod.controller
+        left_by.setdefault(ref.uid if ref else "", set()).add(r.candidate.pod.node_name)
     rows: list[dict[str, Any]] = []
     involved: set[str] = set()
     for i, r in enumerate(gone):
@@ -86,7 +93,8 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
         rows.append({"namespace": pod.namespace, "pod": pod.name, "from": pod.node_name, "estimated": estimated,
                      "tiedWith": tied, "replacement": landed.pod if landed else None, "landed": where or None,
                      "asEstimated": bool(where) and (where == estimated or where in tied),
-                     "landedBack": where == pod.node_name})
+                     "landedBack": where == pod.node_name or (
+                         bool(where) and pod.controller is not None and where in left_by[pod.controller.uid])})
         involved.update(n for n in (pod.node_name, estimated, where) if n)
     measured: dict[str, dict[str, float]] = {}
     after = None
@@ -144,6 +152,35 @@ def landings_text(doc: dict[str, Any], paint: Painter) -> str:
             table.append(cells)
         out.append(plain_table(table, ["NODE", "CPU", "MEMORY", "PODS"]))
     return "\n".join(out)
+
+
+def _interchange(gone: Sequence[EvictionResult], found: dict[int, Landed],
+                 placement: Placement | None) -> dict[int, Landed]:
+    """A controller's replacements are interchangeable: its new pods are not made for one evicted pod each, and
+    their creation times (whole seconds) cannot say which came first. So within one controller the landings are
+    paired with the evicted pods that were estimated there (or tied there) first; a StatefulSet's replacement
+    keeps its pod's name and stays paired with it."""
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(gone):
+        ref = r.candidate.pod.controller
+        if ref is not None and ref.kind != "StatefulSet" and i in found:
+            groups.setdefault(ref.uid, []).append(i)
+    out = dict(found)
+    for indexes in groups.values():
+        pool = [found[i] for i in indexes]
+        left = list(indexes)
+        for wanted in ("estimated", "tied"):
+            for i in list(left):
+                d = placement.destinations.get(id(gone[i].candidate.pod)) if placement else None
+                nodes = ({d.node} if wanted == "estimated" else set(d.tied)) if d is not None else set()
+                hit = next((x for x in pool if x.node and x.node in nodes), None)
+                if hit is not None:
+                    out[i] = hit
+                    pool.remove(hit)
+                    left.remove(i)
+        for i, x in zip(left, pool, strict=True):
+            out[i] = x
+    return out
 
 
 def landings_summary(doc: dict[str, Any]) -> str:

@@ -852,3 +852,19 @@ def test_a_replacement_is_listed_by_the_labels_it_will_share() -> None:
     state = ClusterState([node_from_json(b.node("n1")), node_from_json(b.node("n2"))], map(pod_from_json, pods))
     plan = EvictionPlan(state, Limits())
     assert template_labels(plan.cluster.pods[0], plan) == {"app": "web"}
+
+
+def test_replacements_of_one_controller_are_paired_with_the_estimate_they_meet() -> None:
+    """Two pods of one ReplicaSet leave n1 and n2; the estimate sends the first to n3 and the second to n4. Their
+    replacements were created in the same second, so nothing says which is whose: landing on n4 and n3 is the
+    estimate met, not two misses."""
+    from kubectl_desched.app.landings import _interchange
+    from kubectl_desched.framework.placement import Destination, Placement
+
+    a, b2 = cand("a", "n1"), cand("b", "n2")
+    for c in (a, b2):  # one controller for both
+        object.__setattr__(c, "pod", pod_from_json(b.pod(c.pod.name, c.pod.node_name, owner_name="web")))
+    placement = Placement({id(a.pod): Destination("n3", tied=("n3",)), id(b2.pod): Destination("n4", tied=("n4",))})
+    gone = [EvictionResult(a, "evicted", ""), EvictionResult(b2, "evicted", "")]
+    paired = _interchange(gone, {0: Landed("web-x", "n4"), 1: Landed("web-y", "n3")}, placement)
+    assert paired == {0: Landed("web-y", "n3"), 1: Landed("web-x", "n4")}
