@@ -10,6 +10,7 @@ import click
 
 from kubectl_desched import interrupts, pager
 from kubectl_desched.app.acting import build_runner, preflight
+from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
 from kubectl_desched.app.landings import GONE, landings_doc, landings_summary, landings_text
 from kubectl_desched.app.loading import Loaded, load
@@ -140,6 +141,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(plan.state, policy, loaded.scope)
     placement = plan.placement if plan.candidates else None  # worked out move by move as the plan was made
+    advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
     measure = _measure(plan, nodes)
     mode = _mode(opts, loaded)
     if report:
@@ -151,8 +153,8 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))
-        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view),
-                   opts.pager)
+        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view,
+                             advice_lines(advice)), opts.pager)
     for e in plan.errors:
         error(e)
 
@@ -172,8 +174,8 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
             if report:
                 report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
             if structured:
-                emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement), opts.output,
-                     opts.view)
+                emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement) | {"advice": advice},
+                     opts.output, opts.view)
             click.echo(str(e), err=True)
             return _Round(EXIT_NOT_CONFIRMED, len(plan.candidates), 0, measure, last=True)
         except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
@@ -220,6 +222,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
             doc.update(runner.evictor.document_sections(results))
         if landings is not None:
             doc["landings"] = landings
+        doc["advice"] = advice
         emit(doc, opts.output, opts.view)
     evicted = sum(1 for r in results or () if r.outcome in GONE)
     return _Round(code, len(plan.candidates), evicted, measure, landings, last=mode != "evict")

@@ -66,7 +66,8 @@ def _what_is_known(results: list[EvictionResult]) -> str:
 
 
 def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,
-               placement: Placement | None = None, view: OutputOptions | None = None) -> str:
+               placement: Placement | None = None, view: OutputOptions | None = None,
+               advice: list[str] | None = None) -> str:
     view = view or OutputOptions()
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
     out = [paint(plan_summary(plan), None, bold=True),
@@ -89,4 +90,7 @@ def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, p
         out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
                    "estimate (-o wide: DESTINATION).")
         out += [paint(f"warning: {w}", "yellow") for row in rows for w in row.get("warnings", ())]
+    if advice:
+        out.append(paint("What would help:", None, bold=True))
+        out += [f"  {line}" for line in advice]
     return "\n".join(out)

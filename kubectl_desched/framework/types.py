@@ -148,6 +148,13 @@ class Plugin(ABC):
     def estimates_nodes(cls) -> bool:
         return cls.estimate_node is not Plugin.estimate_node
 
+    @classmethod
+    def nearby_args(cls, args: Any) -> list[tuple[str, Any]]:
+        """Small changes of these args an operator could try when nodes stay over the plugin's targets after its
+        plan, each with the flags that make it, smallest first: the run tries them on the same state and says
+        which would reach the goal. None by default."""
+        return []
+
     def landing_problem(self, pod: Pod, node: Node, view: LandingView) -> str | None:
         """Why the pod's replacement landing on `node` would leave this plugin's rule broken again, so evicting
         it changes nothing (e.g. "would be a duplicate again on worker-2"); None when the move serves the

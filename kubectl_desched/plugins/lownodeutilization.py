@@ -5,7 +5,7 @@ metricsUtilization the actual usage metrics-server reports."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
@@ -208,6 +208,22 @@ class LowNodeUtilization(BalancePlugin):
 
             if not loop.run(n, u, stop, reason, node_limit):
                 return
+
+    @classmethod
+    def nearby_args(cls, args: LowNodeUtilizationArgs) -> list[tuple[str, LowNodeUtilizationArgs]]:
+        """Nodes stay over target when no node counts as under-utilized, or too few have room below their
+        targets: raise the under-utilization thresholds towards the targets, 5 points at a time."""
+        if args.use_deviation_thresholds or args.actual_usage:
+            return []
+        out: list[tuple[str, LowNodeUtilizationArgs]] = []
+        low = dict(args.thresholds)
+        while True:
+            raised = {r: max(v, min(v + 5.0, args.target_thresholds.get(r, 100.0) - 5.0)) for r, v in low.items()}
+            if raised == low:
+                return out
+            low = raised
+            out.append((f"--thresholds {','.join(f'{r}={v:g}' for r, v in low.items())}",
+                        replace(args, thresholds=dict(low))))
 
     def _classify(self, n: Node, p: dict[str, float], low: dict[str, float], high: dict[str, float]) -> str:
         limits = f"under <= {nu.describe(low, self.named)}; over > {nu.describe(high, self.named)}"

@@ -171,3 +171,28 @@ def test_the_json_plan_records_kept_pods_futile_warnings_and_the_setting(tmp_pat
     assert loose["keepFutile"] is True and loose["kept"] == []
     assert [(c["pod"], c["futile"]) for c in loose["candidates"]] == [("pinned", "would land back on hot")]
     assert "would land back on hot: the move may change nothing (--keep-futile)" in loose["candidates"][0]["warnings"]
+
+
+def test_when_nodes_stay_over_target_the_plan_says_which_thresholds_would_help(tmp_path: Path,
+                                                                             monkeypatch: Any) -> None:
+    """No node is under 20% (the others sit at 30%), so the default plan moves nothing; tried in memory,
+    --thresholds at 30 makes them destinations and brings hot back within its targets."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    objs = [b.node("hot"), b.node("w1"), b.node("w2"),
+            *[b.pod(f"h{i}", "hot", cpu="800m", memory="1Gi", owner_name=f"h{i}") for i in range(4)],
+            b.pod("x1", "w1", cpu="1200m", memory="2Gi"), b.pod("x2", "w2", cpu="1200m", memory="2Gi")]
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
+    args = ["balance", "--from-file", str(snapshot), "-A"]
+    doc = json.loads(CliRunner().invoke(cli, [*args, "-o", "json"]).stdout)
+    assert doc["candidates"] == []
+    (advice,) = doc["advice"]
+    wider = "--thresholds cpu=30,memory=30,pods=30"
+    assert advice["overAfter"] == ["hot"] and advice["suggestion"]["flags"] == wider
+    assert advice["suggestion"]["overAfter"] == [] and advice["suggestion"]["moves"] >= 1
+    text = CliRunner().invoke(cli, [*args, "--no-pager"]).stdout
+    assert "What would help:\n  hot stays over LowNodeUtilization's targets (cpu 50%, memory 50%, pods 50%) after " \
+           f"this plan: {wider} would move" in text
+    # the suggestion is what the tool then does
+    again = json.loads(CliRunner().invoke(cli, [*args, "-o", "json", *wider.split()]).stdout)
+    assert len(again["candidates"]) == advice["suggestion"]["moves"] and again["advice"] == []

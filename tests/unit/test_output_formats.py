@@ -89,17 +89,17 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def test_cli_name_jsonpath_and_custom_columns() -> None:
     code, out, _ = run("-o", "name")
-    assert code == 0 and out.splitlines()[0].startswith("pod/") and len(out.splitlines()) == 7
+    assert code == 0 and out.splitlines()[0].startswith("pod/") and len(out.splitlines()) == 5
     code, out, _ = run("-o", r'jsonpath={range .candidates[*]}{.namespace}/{.pod} {.destination.node}{"\n"}{end}')
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 7 and all(len(line.split()) == 2 for line in lines)
+    assert code == 0 and len(lines) == 5 and all(len(line.split()) == 2 for line in lines)
     code, out, _ = run("-o", "custom-columns=POD:.pod,NODE:.node,PRIO:.priority", "--sort-by", "{.priority}")
     rows = [line.split() for line in out.splitlines()]
     assert rows[0] == ["POD", "NODE", "PRIO"]
     prios = [int(r[2]) for r in rows[1:]]
     assert prios == sorted(prios)
     code, out, _ = run("-o", "custom-columns=POD:.pod", "--no-headers")
-    assert "POD" not in out and len(out.splitlines()) == 7
+    assert "POD" not in out and len(out.splitlines()) == 5
 
 
 def test_cli_table_flags() -> None:

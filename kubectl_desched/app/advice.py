@@ -1,0 +1,95 @@
+"""When the plan stops short of its goal (nodes still over a plugin's targets once the moves have landed, as the
+estimate sees it): say so, and try the plugins' nearby args (Plugin.nearby_args) on the same state, in memory, to
+propose the smallest change that would get there."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy import PluginUse, Policy
+from kubectl_desched.framework.runner import Scope, run
+from kubectl_desched.framework.types import Plugin
+from kubectl_desched.model import Node
+from kubectl_desched.quantity import fmt_pct
+from kubectl_desched.state import ClusterState
+
+# Each try is a whole plan: past this many pods the advice names what to try without trying it.
+TRY_LIMIT_PODS = 20_000
+MAX_TRIES = 8
+
+
+def over_after(plan: EvictionPlan, nodes: list[Node]) -> dict[str, list[str]]:
+    """Plugin -> the nodes over its targets once every planned move has landed (requests, as estimated)."""
+    placement = plan.placement
+    out: dict[str, list[str]] = {}
+    for plugin, limits in plan.targets.items():
+        for n in nodes:
+            used = placement.used.get(n.name, {}) if placement is not None else plan.state.requested(n.name)
+            if any(n.allocatable.get(r) and used.get(r, 0.0) / n.allocatable[r] * 100 > v for r, v in limits.items()):
+                out.setdefault(plugin, []).append(n.name)
+    return out
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _with_args(policy: Policy, target: PluginUse, args: Any) -> Policy:
+    profiles = [replace(p, balance=[replace(u, args=args) if u is target else u for u in p.balance],
+                        deschedule=[replace(u, args=args) if u is target else u for u in p.deschedule])
+                for p in policy.profiles]
+    return replace(policy, profiles=profiles)
+
+
+def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan,
+           nodes: list[Node]) -> list[dict[str, Any]]:
+    """One entry per plugin that leaves nodes over its targets: which, and the change that would help, if any."""
+    out = []
+    for plugin, left in sorted(over_after(plan, nodes).items()):
+        limits = plan.targets[plugin]
+        entry: dict[str, Any] = {"plugin": plugin, "overAfter": left,
+                                 "targets": {r: v for r, v in limits.items()}, "tried": [], "suggestion": None}
+        uses = [u for p in policy.profiles for u in (*p.balance, *p.deschedule) if u.spec.name == plugin]
+        factory = uses[0].spec.factory if uses else None
+        variants = factory.nearby_args(uses[0].args) if isinstance(factory, type) and \
+            issubclass(factory, Plugin) else []
+        if variants and len(state.pods) <= TRY_LIMIT_PODS:
+            for flags, args in variants[:MAX_TRIES]:
+                trial = run(_with_args(policy, uses[0], args), state, scope)
+                still = over_after(trial, nodes).get(plugin, [])
+                entry["tried"].append({"flags": flags, "moves": len(trial.candidates), "overAfter": still})
+                if not still:
+                    break
+            best = min(entry["tried"], key=lambda t: (len(t["overAfter"]), t["moves"]))
+            if len(best["overAfter"]) < len(left) and best["moves"]:
+                entry["suggestion"] = best
+        elif variants:
+            entry["suggestion"] = {"flags": variants[0][0], "moves": None, "overAfter": None}
+        entry["keptFutile"] = sum(1 for _p, name, _w in plan.kept_futile.values() if name == plugin)
+        out.append(entry)
+    return out
+
+
+def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for a in advice:
+        targets = ", ".join(f"{r} {fmt_pct(v)}" for r, v in a["targets"].items())
+        text = f"{_names(a['overAfter'])} stay{'s' if len(a['overAfter']) == 1 else ''} over {a['plugin']}'s " \
+               f"targets ({targets}) after this plan"
+        s = a["suggestion"]
+        if s is not None and s["moves"] is None:
+            text += f"; {s['flags']} may help (not tried: a large cluster)"
+        elif s is not None:
+            left = "every node within its targets" if not s["overAfter"] else \
+                f"{_names(s['overAfter'])} over"
+            text += f": {s['flags']} would move {s['moves']} pod(s) and leave {left}"
+        elif a["tried"]:
+            text += f": none of {', '.join(t['flags'] for t in a['tried'][:2])}... gets closer"
+        lines.append(text)
+        if a["keptFutile"]:
+            lines.append(f"{a['keptFutile']} pod(s) {a['plugin']} picked were kept because their moves would change "
+                         "nothing (pinned by selectors, affinity or taints, or no room elsewhere): "
+                         f"explain node {a['overAfter'][0]} says why")
+    return lines
