@@ -241,9 +241,8 @@ class EvictionApiEvictor:
             else:
                 if self.server_dry_run:
                     if c.pdb_refusals:  # the server judged it alone; the plan counts the pods before it
-                        return done("blocked", f"{'; '.join(c.pdb_refusals)} (counting the pods planned before "
-                                               "it; the server dry run accepted it alone, as a dry run uses up "
-                                               "no budget)")
+                        return done("blocked", f"{'; '.join(c.pdb_refusals)} (the server dry run accepted it "
+                                               "alone, as a dry run uses up no budget)")
                     return done("would evict", "server dry run accepted")
                 return done("evicted", "eviction accepted")
             # The answer is lost or an error the server may have hit after applying it: look before resending.

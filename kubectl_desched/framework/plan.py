@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.framework.overlay import PlannedState
 from kubectl_desched.framework.placement import Destination, Estimator, Placement, workload_of
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
-from kubectl_desched.model import Pod
+from kubectl_desched.model import Pod, PodDisruptionBudget
 from kubectl_desched.state import ClusterState
 
 ScopeCheck = Callable[[Pod], str | None]
@@ -218,9 +218,9 @@ class EvictionPlan:
         for pdb in self.state.pdbs_for(pod):
             if not pdb.fresh:
                 return f"PodDisruptionBudget {pdb.name}: status not yet observed, the API would refuse the eviction"
-            if pdb.disruptions_allowed - self._pdb_used[(pdb.namespace, pdb.name)] <= 0:
-                return (f"PodDisruptionBudget {pdb.name} allows no more disruptions (counting the pods planned "
-                        f"before it), the API would refuse the eviction")
+            used = self._pdb_used[(pdb.namespace, pdb.name)]
+            if pdb.disruptions_allowed - used <= 0:
+                return f"{budget_spent(pdb, used)}, the API would refuse the eviction"
         return None
 
     def _pdb_refusals(self, pod: Pod) -> list[str]:
@@ -233,8 +233,19 @@ class EvictionPlan:
             if not pdb.fresh:
                 out.append(f"PodDisruptionBudget {pdb.name}: status not yet observed, eviction will be refused")
             elif left <= 0:
-                out.append(f"PodDisruptionBudget {pdb.name} allows no more disruptions, eviction will be refused")
+                out.append(f"{budget_spent(pdb, self._pdb_used[key] - 1)}, eviction will be refused")
         return out
+
+
+def budget_spent(pdb: PodDisruptionBudget, used: int) -> str:
+    """Why a budget has no disruption left: as the disruption controller reports it, or spent by the pods this plan
+    evicts before (said only where that is so)."""
+    if pdb.disruptions_allowed <= 0:
+        counts = f" ({pdb.current_healthy} healthy, {pdb.desired_healthy} required)" \
+            if pdb.current_healthy is not None and pdb.desired_healthy is not None else ""
+        return f"PodDisruptionBudget {pdb.name} allows no disruption{counts}"
+    return (f"PodDisruptionBudget {pdb.name} allows {pdb.disruptions_allowed} disruption(s), all taken by the "
+            f"{used} pod(s) planned before it")
 
 
 class ProfileEvictor:

@@ -267,9 +267,8 @@ def test_a_server_dry_run_answers_budgets_at_once_and_counts_the_plan(cluster: A
     assert r["web-0"]["result"] == "would evict"
     for p in ("web-1", "web-2"):  # the server accepts each alone; the plan knows web-0 used the one disruption
         assert r[p]["result"] == "blocked", r[p]
-        assert r[p]["message"].startswith("PodDisruptionBudget web allows no more disruptions, eviction will be "
-                                          "refused (counting the pods planned before it; the server dry run "
-                                          "accepted it alone")
+        assert r[p]["message"].startswith("PodDisruptionBudget web allows 1 disruption(s), all taken by the "), r[p]
+        assert "eviction will be refused (the server dry run accepted it alone" in r[p]["message"]
     assert not any(terminating(cluster, namespace, p) for p in ("db-0", "web-0", "web-1", "web-2"))
 
 

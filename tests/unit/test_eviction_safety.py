@@ -410,7 +410,7 @@ def test_a_dry_run_does_not_claim_would_evict_for_a_pod_the_plan_knows_is_refuse
     first, second = ev.evict(cand("a"), threading.Event()), ev.evict(cand("b", refusals=[refusal]), threading.Event())
     assert first.outcome == "would evict"
     assert second.outcome == "blocked" and not second.ok
-    assert second.message.startswith(refusal + " (counting the pods planned before it; the server dry run accepted")
+    assert second.message.startswith(refusal + " (the server dry run accepted it alone")
     assert [p[2] for p in api.posts] == ["dry", "dry"] and not api.applied  # sent, answered, nothing changed
 
 
@@ -421,9 +421,9 @@ def test_the_plan_marks_which_candidates_a_budget_refuses() -> None:
                          [pdb_from_json(b.pdb("web", {"app": "web"}, allowed=1))])
     plan = EvictionPlan(state, Limits())
     cands = [plan.add(p, EvictOptions("LowNodeUtilization", "over"), "p") for p in [*pods, other]]
-    assert [c.pdb_refusals for c in cands] == [
-        [], ["PodDisruptionBudget web allows no more disruptions, eviction will be refused"],
-        ["PodDisruptionBudget web allows no more disruptions, eviction will be refused"], []]
+    spent = "PodDisruptionBudget web allows 1 disruption(s), all taken by the {} pod(s) planned before it, eviction " \
+        "will be refused"
+    assert [c.pdb_refusals for c in cands] == [[], [spent.format(1)], [spent.format(2)], []]
     assert all(c.warnings == c.pdb_refusals for c in cands)
 
 
@@ -603,7 +603,7 @@ def test_server_dry_run_reports_blocked_for_the_budget_the_plan_counts(
     assert got["web-0"]["result"] == "would evict"
     for p in ("web-1", "web-2"):
         assert got[p]["result"] == "blocked" and got[p]["message"].startswith(
-            "PodDisruptionBudget web allows no more disruptions, eviction will be refused (counting the pods planned")
+            "PodDisruptionBudget web allows 1 disruption(s), all taken by the ")
     assert not api.applied
 
 

@@ -399,7 +399,7 @@ def test_pdb_refusal_keeps_the_pod_and_the_plugin_takes_the_next() -> None:
     assert evicted(plan) == ["n1-p0", "n1-p2"]
     assert all(c.warnings == [] and c.pdb_refusals == [] for c in plan.candidates)
     kind, why = verdict(plan, "n1-p1")
-    assert kind == "keep" and "but kept: PodDisruptionBudget guard allows no more disruptions" in why
+    assert kind == "keep" and "but kept: PodDisruptionBudget guard allows no disruption, the API would refuse" in why
     assert evicted(plan_for(objs, respect_pdbs=False)) == ["n1-p0", "n1-p1"]  # upstream's dry run
 
 
@@ -407,7 +407,9 @@ def test_pdb_budget_is_spent_by_the_candidates_planned_before() -> None:
     objs = [b.node("empty"), *_busy_node(labels={"app": "web"}), b.pdb("web", {"app": "web"}, allowed=1)]
     plan = plan_for(objs)
     assert evicted(plan) == ["n1-p0"]  # the budget of 1 is spent: p1, p2 and p3 would be refused
-    assert "allows no more disruptions (counting the pods planned before it)" in verdict(plan, "n1-p3")[1]
+    # the budget as the controller reports it, and that this plan's own earlier pod took it
+    assert "PodDisruptionBudget web allows 1 disruption(s), all taken by the 1 pod(s) planned before it, the API " \
+        "would refuse" in verdict(plan, "n1-p3")[1]
 
 
 def test_max_per_workload_caps_one_controller() -> None:
@@ -423,7 +425,8 @@ def test_pdb_without_budget_warns_on_the_candidate() -> None:
     plan = plan_for(objs, respect_pdbs=False)
     assert evicted(plan) == ["n1-p0", "n1-p1"]
     assert plan.candidates[0].warnings == []
-    warning = "PodDisruptionBudget web allows no more disruptions, eviction will be refused"
+    warning = ("PodDisruptionBudget web allows 1 disruption(s), all taken by the 1 pod(s) planned before it, "
+               "eviction will be refused")
     assert plan.candidates[1].warnings == [warning]
     kind, why = verdict(plan, "n1-p1")
     assert kind == "evict" and why.endswith(f" [warning: {warning}]")

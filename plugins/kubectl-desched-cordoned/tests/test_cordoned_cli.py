@@ -134,7 +134,7 @@ def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "3 candidate pod(s):" in proc.stdout
     assert "node is cordoned (spec.unschedulable) [1]" in proc.stdout  # db-0's PDB allows no disruption
-    assert "PodDisruptionBudget db allows no more disruptions" in proc.stdout
+    assert "PodDisruptionBudget db allows no disruption" in proc.stdout
     assert "nothing can be evicted" in proc.stdout
 
 

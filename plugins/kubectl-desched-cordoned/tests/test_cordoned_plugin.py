@@ -136,7 +136,7 @@ def test_pdb_without_budget_keeps_the_pod_or_warns_with_no_respect_pdbs() -> Non
     objs = [node("c", cordoned=True), pod("db", "c", labels={"app": "db"}), pdb("db", {"app": "db"}, allowed=0)]
     assert plan_for(objs).candidates == []  # the framework keeps what the PDB would refuse, for any plugin
     (cand,) = plan_for(objs, respect_pdbs=False).candidates
-    assert cand.warnings == ["PodDisruptionBudget db allows no more disruptions, eviction will be refused"]
+    assert cand.warnings == ["PodDisruptionBudget db allows no disruption, eviction will be refused"]
 
 
 # --- args -----------------------------------------------------------------------------------------------------------
