@@ -5,9 +5,10 @@ holds its requests and its required anti-affinity on its node, as the scheduler'
 but no longer counts for topology spreading, which skips terminating pods. Once its replacement is placed it counts
 as gone for the ones after it. Filters: node readiness and unschedulable, nodeSelector and required node affinity,
 NoSchedule/NoExecute taints, requests against what is free, pod count, required inter-pod affinity and
-anti-affinity (both ways) and topology spread with DoNotSchedule. Scores: NodeResourcesFit's LeastAllocated and
-NodeResourcesBalancedAllocation over cpu and memory, weight 1 each, as the default profile weighs them. The other
-scoring plugins are not modelled (README: "Where the pods will land")."""
+anti-affinity (both ways) and topology spread with DoNotSchedule. Scores, weighted as the default profile weighs
+them: NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation over cpu and memory (1 each), NodeAffinity's
+preferred terms (2), PodTopologySpread (2) over the pod's ScheduleAnyway constraints or, when it has none, the system
+default spreading. The other scoring plugins are not modelled (README: "Where the pods will land")."""
 
 from __future__ import annotations
 
@@ -639,12 +640,14 @@ class Estimator:
         self.placement = Placement(used=self.cl.used)
         self._shared: dict[Any, Any] = {}
         self._moving: tuple[Pod, Destination] | None = None
+        self.moves = 0  # tried, kept or not: what the scoring limit counts
 
     def move(self, pod: Pod) -> Destination:
         """Where the pod's replacement would land, the pod still terminating on its node; where nothing fits
         then, where it lands once that pod is gone (deleting it re-queues a replacement that did not fit)."""
         assert self._moving is None, "keep() or undo() the last move first"
         cl = self.cl
+        self.moves += 1
         cl.track(pod)
         cl.terminate(pod)
         dest = self._place(pod)
@@ -680,7 +683,7 @@ class Estimator:
             why = "no controller recreates it" if owner is None else "its DaemonSet recreates it on its own node"
             return Destination(None, why, recreated=False)
         # A plan this large is a cluster-wide reshuffle: fewer nodes scored per replacement keep it to seconds.
-        limit = SCORE_LIMIT if len(self.placement.destinations) < LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
+        limit = SCORE_LIMIT if self.moves <= LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
         by_name = cl.nodes_by_name
         key = cl.static_key(pod)
         _static, static_refused, allowed = cl.static_nodes(pod, key)

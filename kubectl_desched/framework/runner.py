@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_desched.errors import ConfigError, DeschedError
-from kubectl_desched.framework.plan import EvictionPlan, PluginHandle, ProfileEvictor
+from kubectl_desched.framework.plan import FUTILE_STREAK, EvictionPlan, PluginHandle, ProfileEvictor
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
 from kubectl_desched.framework.workloads import warn_whole_workloads
@@ -154,6 +154,9 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
                 plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
+    for name, left in plan.futile_stops.items():
+        plan.messages.append((name, f"left {len(left)} node(s) (e.g. {left[0]}) after {FUTILE_STREAK} moves in a "
+                                    "row from each would change nothing; explain node says why"))
     warn_whole_workloads(plan, plan.state)  # as the plan leaves the cluster
     return plan
 

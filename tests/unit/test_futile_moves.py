@@ -196,3 +196,17 @@ def test_when_nodes_stay_over_target_the_plan_says_which_thresholds_would_help(t
     # the suggestion is what the tool then does
     again = json.loads(CliRunner().invoke(cli, [*args, "-o", "json", *wider.split()]).stdout)
     assert len(again["candidates"]) == advice["suggestion"]["moves"] and again["advice"] == []
+
+
+def test_a_plugin_leaves_a_node_whose_moves_keep_being_futile() -> None:
+    """Every pod of hot is pinned to zone a, where only hot is: after FUTILE_STREAK futile moves in a row the
+    plugin is told to leave the node, and the plan says so once."""
+    from kubectl_desched.framework.plan import FUTILE_STREAK
+
+    objs = [b.node("hot", labels={ZONE: "a"}), b.node("cold", labels={ZONE: "b"}),
+            *[b.pod(f"p{i:02d}", "hot", cpu="300m", owner_name=f"p{i:02d}", nodeSelector={ZONE: "a"})
+              for i in range(12)]]
+    plan = plan_of(objs, [(LNU, "balance", CPU)])
+    assert plan.candidates == [] and len(plan.kept_futile) == FUTILE_STREAK
+    assert (LNU, f"left 1 node(s) (e.g. hot) after {FUTILE_STREAK} moves in a row from each would change nothing; "
+                 "explain node says why") in plan.messages
