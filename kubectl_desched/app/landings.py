@@ -64,7 +64,8 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
     if not gone:
         return None
     evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", template_labels(p, plan),
-                       r.started or r.finished or plan.cluster.now) for r in gone for p in (r.candidate.pod,)]
+                       r.started or r.finished or plan.cluster.now, p.controller.kind if p.controller else "",
+                       p.controller.name if p.controller else "") for r in gone for p in (r.candidate.pod,)]
     known = {p.uid for p in plan.cluster.pods}
     if sys.stderr.isatty():
         click.echo(f"waiting up to {timeout:g}s for {len(gone)} replacement(s) to be scheduled "

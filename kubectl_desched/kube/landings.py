@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 CLOCK_SLACK = timedelta(seconds=2)
 
 
+# Where a controller of a built-in kind lives, to ask whether it is still there to make a replacement.
+OWNER_PATHS = {"ReplicaSet": "/apis/apps/v1", "StatefulSet": "/apis/apps/v1", "DaemonSet": "/apis/apps/v1",
+               "ReplicationController": "/api/v1", "Job": "/apis/batch/v1"}
+# With no new replacement and no new binding for this long, the wait ends: a controller that makes replacements
+# does so within seconds.
+STALL_SECONDS = 60.0
+
+
 @dataclass(frozen=True)
 class Evicted:
     namespace: str
@@ -28,6 +36,8 @@ class Evicted:
     owner_uid: str  # its controller's: the replacement names the same one
     labels: Mapping[str, str]
     since: datetime  # when its eviction was sent
+    owner_kind: str = ""
+    owner_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,24 +91,47 @@ def match(evicted: list[Evicted], pods: Iterable[Mapping[str, Any]], known: set[
 
 def wait_for_landings(conn: Connection, evicted: list[Evicted], known: set[str], timeout: float,
                       stop: threading.Event | None = None, interval: float = 1.0,
-                      list_pods: Callable[[str, str], list[Mapping[str, Any]]] | None = None) -> dict[int, Landed]:
-    """Polls until every evicted pod has a bound replacement, `timeout` seconds pass or `stop` is set; returns
-    what was found by then (a pod missing from the answer: no replacement seen)."""
-    if list_pods is None:
-        from kubectl_desched.kube.live import request_json
+                      list_pods: Callable[[str, str], list[Mapping[str, Any]]] | None = None,
+                      owner_exists: Callable[[Evicted], bool] | None = None) -> dict[int, Landed]:
+    """Polls until every evicted pod whose controller is still there has a bound replacement, `timeout` seconds
+    pass, nothing changed for STALL_SECONDS or `stop` is set; returns what was found by then (a pod missing from
+    the answer: no replacement seen)."""
+    from kubectl_desched.kube.live import request_json
 
+    if list_pods is None:
         def list_pods(namespace: str, selector: str) -> list[Mapping[str, Any]]:
             query = [("labelSelector", selector)] if selector else None
             answer = request_json(conn, "GET", f"/api/v1/namespaces/{namespace}/pods", query=query)
             return list((answer or {}).get("items") or ())
 
-    queries = sorted({(e.namespace, _selector(e.labels)) for e in evicted})
+    if owner_exists is None:
+        def owner_exists(e: Evicted) -> bool:
+            """False only when the API says the controller is gone (404, or another one under its name)."""
+            from kubectl_desched.kube.apierrors import is_api_exception
+
+            base = OWNER_PATHS.get(e.owner_kind)
+            if base is None or not e.owner_name:
+                return True
+            plural = e.owner_kind.lower() + "s"
+            try:
+                owner = request_json(conn, "GET", f"{base}/namespaces/{e.namespace}/{plural}/{e.owner_name}")
+            except Exception as err:  # not allowed to look, or a passing fault: wait as for any controller
+                return not (is_api_exception(err) and getattr(err, "status", None) == 404)
+            return ((owner or {}).get("metadata") or {}).get("uid") == e.owner_uid
+
+    waited = [i for i, e in enumerate(evicted) if owner_exists(e)]  # no controller: no replacement will come
+    queries = sorted({(evicted[i].namespace, _selector(evicted[i].labels)) for i in waited})
     deadline = time.monotonic() + timeout
     found: dict[int, Landed] = {}
-    while True:
+    last, changed = found, time.monotonic()
+    while waited:
         pods = [p for ns, sel in queries for p in list_pods(ns, sel)]
         found = match(evicted, pods, known)
-        if (len(found) == len(evicted) and all(x.node for x in found.values())) or time.monotonic() >= deadline:
+        now = time.monotonic()
+        if found != last:
+            last, changed = found, now
+        if all(i in found and found[i].node for i in waited) or now >= deadline or now - changed >= STALL_SECONDS:
             return found
         if (stop or threading.Event()).wait(interval):
             return found
+    return found

@@ -23,7 +23,10 @@ def _imbalance(cluster: Any, ns: str) -> list[str]:
     cluster.create_pod(ns, "agent", f"{ns}-over", cpu="100m", owner_kind="DaemonSet", owner_name="agent")
     cluster.create_pod(ns, "light", f"{ns}-under", cpu="200m", owner_name="light-rs")
     cluster.create_pdb(ns, "guarded", {"app": "guarded"}, min_available=1, disruptions_allowed=0)
-    return ["--node-selector", f"desched-test={ns}", "-n", ns, *BALANCE]
+    # --keep-futile: these tests are about previewing, choosing and acting; the nodes other tests left in the shared
+    # cluster (no scheduler here) change where the estimate lands replacements, so which moves are futile varies
+    # (tests/integration/test_outcomes_live.py tests that on the simulated cluster)
+    return ["--node-selector", f"desched-test={ns}", "-n", ns, *BALANCE, "--keep-futile"]
 
 
 def _terminating(cluster: Any, ns: str, name: str) -> bool:

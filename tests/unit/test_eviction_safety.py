@@ -868,3 +868,27 @@ def test_replacements_of_one_controller_are_paired_with_the_estimate_they_meet()
     gone = [EvictionResult(a, "evicted", ""), EvictionResult(b2, "evicted", "")]
     paired = _interchange(gone, {0: Landed("web-x", "n4"), 1: Landed("web-y", "n3")}, placement)
     assert paired == {0: Landed("web-y", "n3"), 1: Landed("web-x", "n4")}
+
+
+def test_the_landing_wait_ends_when_no_replacement_can_come_or_nothing_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime
+
+    from kubectl_desched.kube import landings
+
+    evicted = [landings.Evicted("ns", "web-a", "rs", {"app": "web"}, datetime.now(UTC), "ReplicaSet", "web")]
+    lists: list[str] = []
+
+    def list_pods(namespace: str, selector: str) -> list[dict[str, Any]]:
+        lists.append(selector)
+        return []
+    began = time.monotonic()
+    # the ReplicaSet is gone: no replacement will come, so nothing is listed at all
+    assert landings.wait_for_landings(_conn(), evicted, set(), 60, list_pods=list_pods,
+                                      owner_exists=lambda _e: False) == {}
+    assert lists == [] and time.monotonic() - began < 1
+    # it is there, but nothing appears: the wait ends after STALL_SECONDS, not --timeout
+    monkeypatch.setattr(landings, "STALL_SECONDS", 0.3)
+    assert landings.wait_for_landings(_conn(), evicted, set(), 60, interval=0.05, list_pods=list_pods,
+                                      owner_exists=lambda _e: True) == {}
+    assert lists[0] == "app=web" and 1 < len(lists) and time.monotonic() - began < 5
