@@ -65,7 +65,7 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
         return None
     evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", template_labels(p, plan),
                        r.started or r.finished or plan.cluster.now, p.controller.kind if p.controller else "",
-                       p.controller.name if p.controller else "") for r in gone for p in (r.candidate.pod,)]
+                       p.controller.name if p.controller else "", p.uid) for r in gone for p in (r.candidate.pod,)]
     known = {p.uid for p in plan.cluster.pods}
     if sys.stderr.isatty():
         click.echo(f"waiting up to {timeout:g}s for {len(gone)} replacement(s) to be scheduled "
@@ -75,7 +75,10 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
         found = wait(conn, evicted, known, timeout)
     except (KeyboardInterrupt, Interrupted):  # the evictions are done: only the wait ends
         found, stopped = {}, True
-    found = _interchange(gone, found, placement)
+    skipped = {i: x.skipped for i, x in found.items() if x.skipped}
+    if len(skipped) == len(gone):
+        return None  # not one pod was evicted and can be replaced: nothing to say about landings
+    found = _interchange(gone, {i: x for i, x in found.items() if not x.skipped}, placement)
     # A replacement on a node another pod of its controller left is a move undone too (a swap), whichever
     # evicted pod it is paired with.
     left_by: dict[str, set[str]] = {}
@@ -86,6 +89,8 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
     involved: set[str] = set()
     for i, r in enumerate(gone):
         pod = r.candidate.pod
+        if i in skipped:
+            continue
         d = placement.destinations.get(id(pod)) if placement else None
         landed = found.get(i)
         where = landed.node if landed else ""
@@ -119,6 +124,8 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
     bound = sum(1 for r in rows if r["landed"])
     return {"waitedFor": len(rows), "bound": bound, "asEstimated": as_estimated,
             "landedBack": sum(1 for r in rows if r["landedBack"]), "stopped": stopped, "pods": rows,
+            "notWaitedFor": [{"namespace": gone[i].candidate.pod.namespace, "pod": gone[i].candidate.pod.name,
+                              "why": why} for i, why in sorted(skipped.items())],
             "nodes": node_docs}
 
 

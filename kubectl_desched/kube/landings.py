@@ -38,12 +38,18 @@ class Evicted:
     since: datetime  # when its eviction was sent
     owner_kind: str = ""
     owner_name: str = ""
+    uid: str = ""  # its own: still listed and not terminating, it was not evicted after all
+
+
+# What a pod is waited for when it is not: its controller is gone, or it is still running.
+NO_CONTROLLER, NOT_EVICTED = "no controller to replace it", "still running: not evicted"
 
 
 @dataclass(frozen=True)
 class Landed:
     pod: str  # the replacement's name ("" when none was seen)
     node: str  # "" while it is not bound (Pending)
+    skipped: str = ""  # why it was not waited for (NO_CONTROLLER, NOT_EVICTED)
 
 
 def _selector(labels: Mapping[str, str]) -> str:
@@ -56,9 +62,13 @@ def _owner_uid(pod: Mapping[str, Any]) -> str:
     return str(ref.get("uid", "")) if ref else ""
 
 
-def match(evicted: list[Evicted], pods: Iterable[Mapping[str, Any]], known: set[str]) -> dict[int, Landed]:
-    """Index in `evicted` -> its replacement: per controller, the pods created since the first of its evictions
-    that were not there before, a StatefulSet's by name, the others in order of creation."""
+def match(evicted: list[Evicted], pods: Iterable[Mapping[str, Any]], known: set[str],
+          indexes: list[int] | None = None) -> dict[int, Landed]:
+    """Index in `evicted` (or in `indexes`, where given) -> its replacement: per controller, the pods created since
+    the first of its evictions that were not there before, a StatefulSet's by name, the others in order of
+    creation."""
+    if indexes is not None:
+        return {indexes[i]: x for i, x in match(evicted, pods, known).items()}
     fresh: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for p in pods:
         meta = p.get("metadata") or {}
@@ -119,14 +129,20 @@ def wait_for_landings(conn: Connection, evicted: list[Evicted], known: set[str],
                 return not (is_api_exception(err) and getattr(err, "status", None) == 404)
             return ((owner or {}).get("metadata") or {}).get("uid") == e.owner_uid
 
-    waited = [i for i, e in enumerate(evicted) if owner_exists(e)]  # no controller: no replacement will come
+    skipped = {i: Landed("", "", NO_CONTROLLER) for i, e in enumerate(evicted) if not owner_exists(e)}
+    waited = [i for i in range(len(evicted)) if i not in skipped]  # no controller: no replacement will come
     queries = sorted({(evicted[i].namespace, _selector(evicted[i].labels)) for i in waited})
     deadline = time.monotonic() + timeout
-    found: dict[int, Landed] = {}
+    found: dict[int, Landed] = dict(skipped)
     last, changed = found, time.monotonic()
     while waited:
         pods = [p for ns, sel in queries for p in list_pods(ns, sel)]
-        found = match(evicted, pods, known)
+        running = {(p.get("metadata") or {}).get("uid") for p in pods
+                   if not (p.get("metadata") or {}).get("deletionTimestamp")}
+        for i in [i for i in waited if evicted[i].uid and evicted[i].uid in running]:
+            skipped[i] = Landed("", "", NOT_EVICTED)  # e.g. a PodMigrationJob that ended without evicting
+            waited.remove(i)
+        found = {**match([evicted[i] for i in waited], pods, known, waited), **skipped}
         now = time.monotonic()
         if found != last:
             last, changed = found, now

@@ -150,8 +150,9 @@ def test_waits_shows_each_phase_and_summarizes(cluster: Any, namespace: str, crd
     scope = _imbalance(cluster, namespace)
     scripts = {"app-0": SUCCEED, "app-1": FORBIDDEN, "app-2": SUCCEED}
     with FakeMigrationController(cluster, namespace, scripts) as controller:
+        # --no-wait-landing: no controller manager here makes replacements for what the jobs evict
         proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration",
-                       "--migration-mode", "EvictDirectly", "--timeout", "60s")
+                       "--migration-mode", "EvictDirectly", "--timeout", "60s", "--no-wait-landing")
     assert controller.errors == []
     assert proc.returncode == 1, proc.stderr  # one job Failed
     names = {pod: job for job, pod in controller.handled.items()}
@@ -181,7 +182,8 @@ def test_waits_shows_each_phase_and_summarizes(cluster: Any, namespace: str, crd
 def test_all_succeeded_exits_zero_and_json_lists_the_jobs(cluster: Any, namespace: str, crd: None) -> None:
     scope = _imbalance(cluster, namespace)
     with FakeMigrationController(cluster, namespace, dict.fromkeys(CANDIDATES, SUCCEED), step_seconds=0.2):
-        proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration", "-o", "json")
+        proc = desched(cluster.kubeconfig_for(), *scope, "--yes", "--evictor", "migration", "-o", "json",
+                       "--no-wait-landing")  # no controller manager here makes replacements
     assert proc.returncode == 0, proc.stderr
     doc = as_json(proc)
     assert [(e["pod"], e["result"]) for e in doc["evictions"]] == [(p, "succeeded") for p in CANDIDATES]

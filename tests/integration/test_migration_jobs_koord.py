@@ -76,8 +76,9 @@ def test_evict_directly_end_to_end_and_the_arbitrations_refusal(scene: tuple[Any
     run = _imbalance(cluster, ns, solo=1)
     with controller(cluster, koord_descheduler, tmp_path, defaultJobMode="EvictDirectly",
                     objectLimiters={"workload": {"duration": "0s"}}) as log:
+        # --no-wait-landing: no controller manager here makes the replacements of the pods Koordinator evicts
         proc = desched(cluster.kubeconfig_for(), *run, "--migration-mode", "EvictDirectly", "-o", "json",
-                       timeout=240)
+                       "--no-wait-landing", timeout=240)
     assert proc.returncode == 1, f"{proc.stderr}\n{log.read_text()[-3000:]}"
     doc = as_json(proc)  # stdout is one document; the live lines are on stderr
     results = {e["pod"]: e["result"] for e in doc["evictions"]}

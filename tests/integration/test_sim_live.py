@@ -210,7 +210,7 @@ def test_wait_ready_waits_for_the_real_deployment_controller(sim: SimCluster, si
     assert proc.returncode == 0, proc.stderr
     evictions = sorted(doc["evictions"], key=lambda e: e["startedAt"])
     assert [e["result"] for e in evictions] == ["evicted", "evicted"]  # 60% -> 30% on each of a and b
-    assert "waiting for Deployment" in proc.stderr and "to be ready" in proc.stderr
+    assert "waiting for Deployment" in proc.stderr and "its next eviction waits for" in proc.stderr
     sim.wait_workloads_ready(ns)
     first_done = _ts(evictions[0]["finishedAt"])
     second_start = _ts(evictions[1]["startedAt"])

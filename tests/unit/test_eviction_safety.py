@@ -876,7 +876,8 @@ def test_the_landing_wait_ends_when_no_replacement_can_come_or_nothing_changes(
 
     from kubectl_desched.kube import landings
 
-    evicted = [landings.Evicted("ns", "web-a", "rs", {"app": "web"}, datetime.now(UTC), "ReplicaSet", "web")]
+    evicted = [landings.Evicted("ns", "web-a", "rs", {"app": "web"}, datetime.now(UTC), "ReplicaSet", "web",
+                                "uid-web-a")]
     lists: list[str] = []
 
     def list_pods(namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -885,10 +886,14 @@ def test_the_landing_wait_ends_when_no_replacement_can_come_or_nothing_changes(
     began = time.monotonic()
     # the ReplicaSet is gone: no replacement will come, so nothing is listed at all
     assert landings.wait_for_landings(_conn(), evicted, set(), 60, list_pods=list_pods,
-                                      owner_exists=lambda _e: False) == {}
+                                      owner_exists=lambda _e: False) == {0: Landed("", "", landings.NO_CONTROLLER)}
     assert lists == [] and time.monotonic() - began < 1
+    # the pod is still listed and not terminating (a PodMigrationJob ended without evicting it): not waited for
+    alive = [{"metadata": {"uid": "uid-web-a", "name": "web-a"}}]
+    assert landings.wait_for_landings(_conn(), evicted, set(), 60, list_pods=lambda _n, _s: alive,
+                                      owner_exists=lambda _e: True) == {0: Landed("", "", landings.NOT_EVICTED)}
     # it is there, but nothing appears: the wait ends after STALL_SECONDS, not --timeout
     monkeypatch.setattr(landings, "STALL_SECONDS", 0.3)
     assert landings.wait_for_landings(_conn(), evicted, set(), 60, interval=0.05, list_pods=list_pods,
                                       owner_exists=lambda _e: True) == {}
-    assert lists[0] == "app=web" and 1 < len(lists) and time.monotonic() - began < 5
+    assert lists[0] == "app=web" and len(lists) > 1 and time.monotonic() - began < 5
