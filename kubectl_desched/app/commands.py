@@ -141,7 +141,6 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     plan = run(policy, loaded.state, loaded.scope)
     nodes = considered_nodes(plan.state, policy, loaded.scope)
     placement = plan.placement if plan.candidates else None  # worked out move by move as the plan was made
-    advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
     measure = _measure(plan, nodes)
     mode = _mode(opts, loaded)
     if report:
@@ -150,6 +149,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
         return _Round(0, len(plan.candidates), 0, measure, last=True)  # the rounds stopped paying off
+    advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))

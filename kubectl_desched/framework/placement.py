@@ -305,14 +305,12 @@ class _Cluster:
         if self._by_ns is None:
             by_ns: dict[str, list[_Resident]] = defaultdict(list)
             gone, made = self.gone, self._resident_of
-            for pod in self._residents:
-                if id(pod) in gone:
-                    continue
+            for pod in self._residents:  # the gone ones too, flagged: an undone move brings one back
                 r = made.get(id(pod))
                 if r is None:
                     anti = _own_anti(pod) if pod.affinity is not None else ()
                     r = made[id(pod)] = _Resident(pod.namespace, pod.labels, pod.node_name,
-                                                  pod.terminating or id(pod) in self.moving, anti)
+                                                  pod.terminating or id(pod) in self.moving, anti, id(pod) in gone)
                 by_ns[pod.namespace].append(r)
             for pod, node in self._landed:
                 anti = _own_anti(pod) if pod.affinity is not None else ()
@@ -436,10 +434,6 @@ def _fits(pod: Pod, n: Node, used: Mapping[str, float]) -> str | None:
     return None
 
 
-def _domain(n: Node, key: str) -> str | None:
-    return n.labels.get(key)
-
-
 class _AffinityCheck:
     """Required inter-pod affinity and anti-affinity for one pod as topology domains (key, value), from the
     cluster's kept counts: each node is then a few set lookups."""
@@ -457,7 +451,7 @@ class _AffinityCheck:
             found = {d for d, k in counts.items() if k}
             # The first pod of a group that matches its own term may go anywhere the key exists.
             first = not found and m(pod.labels) and not any(
-                m(r.labels) for ns in _term_namespaces(pod, term) for r in cl.by_ns.get(ns, ()))
+                not r.gone and m(r.labels) for ns in _term_namespaces(pod, term) for r in cl.by_ns.get(ns, ()))
             self.needed.append((key, None if first else found))
         self.avoid: list[tuple[str, set[str], str]] = []  # key, domains refused, why
         for term in required_anti_affinity_terms(pod):
@@ -496,7 +490,8 @@ class _SpreadCheck:
 
     def __init__(self, pod: Pod, cl: _Cluster) -> None:
         eligible = cl.allowed_by_affinity(pod)
-        self.rules: list[tuple[str, int, dict[str, int], int]] = []  # key, maxSkew, counts, the pod itself (0/1)
+        # key, maxSkew, counts, the pod itself (0/1), the least count over the domains
+        self.rules: list[tuple[str, int, dict[str, int], int, int]] = []
         for c in pod.spread_constraints:
             if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
                 continue
@@ -511,14 +506,14 @@ class _SpreadCheck:
                 counts = {d: kept[d] for d in domains}
                 m = _matcher(raw)
                 own = 1 if m is not None and m(pod.labels) else 0
-            self.rules.append((key, int(c.get("maxSkew") or 1), counts, own))
+            self.rules.append((key, int(c.get("maxSkew") or 1), counts, own, min(counts.values(), default=0)))
 
     def refusal(self, n: Node) -> str | None:
-        for key, max_skew, counts, own in self.rules:
+        for key, max_skew, counts, own, least in self.rules:
             domain = n.labels.get(key)
             if domain is None:
                 return f"topology spread ({key} missing)"
-            skew = counts.get(domain, 0) + own - min(counts.values(), default=0)
+            skew = counts.get(domain, 0) + own - least
             if skew > max_skew:
                 return f"topology spread {key} (skew {skew} > {max_skew})"
         return None
@@ -661,6 +656,7 @@ class Estimator:
         assert self._moving is not None
         pod, dest = self._moving
         self._moving = None
+        self.cl.moving.discard(id(pod))
         if id(pod) not in self.cl.gone:
             self.cl.remove(pod)
         if dest.node is not None:
@@ -686,7 +682,7 @@ class Estimator:
         limit = SCORE_LIMIT if self.moves <= LARGE_PLAN else LARGE_PLAN_SCORE_LIMIT
         by_name = cl.nodes_by_name
         key = cl.static_key(pod)
-        _static, static_refused, allowed = cl.static_nodes(pod, key)
+        _fit, static_refused, allowed = cl.static_nodes(pod, key)
         refused: Counter[str] | None = None  # made at the first refusal: most replacements meet none
         # Most replacements have no inter-pod affinity and no pod nearby refuses them: no check to build.
         affinity = _AffinityCheck(pod, cl) if pod.affinity is not None or cl.anti_in.get(pod.namespace) else None
@@ -724,7 +720,8 @@ class Estimator:
 
 
 def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
-    """Each candidate's destination in eviction order, and every node's requests once all have landed."""
+    """Each candidate's destination in eviction order, and every node's requests once all have landed: the
+    estimate of a plan made before (tests and bench/placement.py; a run works it out as it plans)."""
     est = Estimator(state)
     for c in candidates:
         est.move(c.pod)

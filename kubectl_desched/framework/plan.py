@@ -181,7 +181,6 @@ class EvictionPlan:
         w = workload_of(pod)
         leaving = self._leaving.get(w, ()) if w is not None else ()
         source = self._klass(pod.node_name, plugin.name)
-        tie = f" (tied with {', '.join(n for n in dest.tied if n != dest.node)})" if len(dest.tied) > 1 else ""
         for name in dict.fromkeys((dest.node, *dest.tied)):
             if name == pod.node_name:
                 return f"would land back on {name}" + ("" if name == dest.node else f", tied with {dest.node}")
@@ -197,7 +196,7 @@ class EvictionPlan:
             node = self.cluster.nodes.get(name)
             problem = plugin.landing_problem(pod, node, self.estimator) if node is not None else None
             if problem:
-                return problem + ("" if name == dest.node else tie)
+                return problem + ("" if name == dest.node else f" (tied with {dest.node})")
         return None
 
     def _klass(self, node: str, plugin: str) -> str | None:

@@ -235,3 +235,25 @@ def test_schedule_anyway_spread_is_scored_as_the_scheduler_does() -> None:
                 pod("mover", "src", cpu="1", labels={"app": "web"}, topologySpreadConstraints=constraints)]
     assert where(objs([soft]), ["mover"])[0][0] == "b1"
     assert where(objs([]), ["mover"])[0][0] == "a2"
+
+
+def test_an_undone_move_leaves_the_estimate_as_it_was() -> None:
+    """A pod alone in its group with required affinity to itself: first nothing fits while it terminates, so it
+    is placed as if gone (which builds the per-namespace index without it); the move is undone. The estimate must
+    then see it again, and the same move must come out the same."""
+    from kubectl_desched.framework.placement import Estimator
+
+    self_affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "solo"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    objs = [b.node("full", cpu="1"), b.node("small", cpu="1"), pod("filler", "full", cpu="1"),
+            pod("solo", "small", cpu="1", labels={"app": "solo"}, affinity=self_affinity),
+            pod("other", "small", cpu="0", memory="0", labels={"app": "x"})]
+    state, cands = setup(objs, ["solo"])
+    est = Estimator(state)
+    first = est.move(cands[0].pod)
+    est.undo()
+    again = est.move(cands[0].pod)
+    assert first == again and first.node == "small"  # the first of its group again, back on its node
+    est.undo()
+    assert est.cl.used["small"]["cpu"] == 1000.0 and est.cl.used["small"]["pods"] == 2.0  # cpu in millicores
+    assert [r.gone for r in est.cl.by_ns["default"] if r.labels.get("app") == "solo"] == [False]
