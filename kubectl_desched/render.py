@@ -139,8 +139,8 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | 
             before = state.requested_before(n.name)
             after = placement.used.get(n.name, {}) if placement else state.requested(n.name)
             row["basis"] = "requests"
-            row["now"] = {r: _pct(before.get(r, 0.0), n, r) for r in RESOURCES}
-            row["after"] = {r: _pct(after.get(r, 0.0), n, r) for r in RESOURCES}
+            row["now"] = {r: percent_of(before.get(r, 0.0), n, r) for r in RESOURCES}
+            row["after"] = {r: percent_of(after.get(r, 0.0), n, r) for r in RESOURCES}
         out.append(row)
     return out
 
@@ -156,7 +156,7 @@ def nodes_heading(rows: list[dict[str, Any]]) -> str:
     return text + ("; * marks nodes shown by requests):" if "requests" in bases else "):")
 
 
-def _pct(v: float, n: Node, r: str) -> float:
+def percent_of(v: float, n: Node, r: str) -> float:
     cap = n.allocatable.get(r, 0.0)
     return round(v / cap * 100.0, 2) if cap else 0.0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kubectl_desched.framework.placement import over_targets
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.runner import Scope, run
@@ -27,7 +28,7 @@ def over_after(plan: EvictionPlan, nodes: list[Node]) -> dict[str, list[str]]:
     for plugin, limits in plan.targets.items():
         for n in nodes:
             used = placement.used.get(n.name, {}) if placement is not None else plan.state.requested(n.name)
-            if any(n.allocatable.get(r) and used.get(r, 0.0) / n.allocatable[r] * 100 > v for r, v in limits.items()):
+            if over_targets(used, n, limits):
                 out.setdefault(plugin, []).append(n.name)
     return out
 

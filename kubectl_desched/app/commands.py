@@ -83,6 +83,7 @@ class _Round:
     measure: tuple[int, float] | None = None  # nodes over target, cpu spread (points) as the round found them
     landings: dict[str, Any] | None = None
     last: bool = False  # nothing more can follow (not confirmed, an error, a snapshot, a dry run)
+    stopped: bool = False  # planned, but no better than the round before: nothing evicted
 
 
 def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Report | None) -> int:
@@ -101,7 +102,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
         r = _one_round(opts, policy, report, number if rounds > 1 else 0, previous)
         done.append(r)
         if rounds > 1:
-            click.echo(_round_line(number, r, previous), err=True)
+            click.echo(_round_line(number, r), err=True)
             if report:
                 report.doc.setdefault("rounds", []).append(
                     {"round": number, "planned": r.planned, "evicted": r.evicted, "exitCode": r.code,
@@ -112,10 +113,10 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
     return done[-1].code if len(done) == 1 else max(r.code for r in done)
 
 
-def _round_line(number: int, r: _Round, previous: tuple[int, float] | None) -> str:
+def _round_line(number: int, r: _Round) -> str:
     over, spread = r.measure or (0, 0.0)
     where = f"{over} node(s) over target, cpu spread {fmt_pct(spread)}"
-    if r.planned and not r.evicted and previous is not None and not _improved(previous, r.measure):
+    if r.stopped:
         return f"round {number}: stopped: {where}, no better than the round before"
     landed = ""
     if r.landings:
@@ -148,7 +149,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     paint = Painter(color_enabled())
     structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
-        return _Round(0, len(plan.candidates), 0, measure, last=True)  # the rounds stopped paying off
+        return _Round(0, len(plan.candidates), 0, measure, last=True, stopped=True)  # rounds stopped paying off
     advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
     if not structured:
         if number:

@@ -15,7 +15,7 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.quantity import fmt_pct
-from kubectl_desched.render import RESOURCES, Painter, node_rows
+from kubectl_desched.render import RESOURCES, Painter, node_rows, percent_of
 from kubectl_desched.tables import plain_table
 
 if TYPE_CHECKING:
@@ -114,8 +114,7 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
             node = after.nodes.get(name)
             if node is not None:
                 used = after.requested(name)
-                measured[name] = {r: round(used.get(r, 0.0) / node.allocatable[r] * 100.0, 2)
-                                  if node.allocatable.get(r) else 0.0 for r in RESOURCES}
+                measured[name] = {r: percent_of(used.get(r, 0.0), node, r) for r in RESOURCES}
     planned = {row["name"]: row for row in node_rows(plan, nodes, placement)}
     node_docs = [{"name": name, "before": planned[name]["now"] if name in planned else None,
                   "estimated": planned[name]["after"] if name in planned else None, "measured": measured[name]}

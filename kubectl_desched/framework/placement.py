@@ -742,8 +742,7 @@ def node_warnings(placement: Placement, candidates: Sequence[Candidate], nodes: 
     for name in sorted(landed):
         node, used = nodes[name], placement.used.get(name, {})
         for plugin, limits in sorted(targets.items()):
-            over = [f"{r} {_pct(used.get(r, 0.0), node, r)}% > {v:g}%" for r, v in limits.items()
-                    if node.allocatable.get(r) and used.get(r, 0.0) / node.allocatable[r] * 100 > v]
+            over = over_targets(used, node, limits)
             if over:
                 out.setdefault(name, []).append(
                     f"node {name} would be over {plugin}'s targets after {landed[name]} replacement(s) land there: "
@@ -751,5 +750,14 @@ def node_warnings(placement: Placement, candidates: Sequence[Candidate], nodes: 
     return out
 
 
-def _pct(v: float, n: Node, r: str) -> str:
-    return f"{round(v / n.allocatable[r] * 100, 1):g}"
+def over_targets(used: Mapping[str, float], node: Node, limits: Mapping[str, float]) -> list[str]:
+    """Each resource whose requests (`used`) are over its limit, in percent of the node's allocatable, as
+    `cpu 55% > 50%`; a resource the node lacks counts as under."""
+    out = []
+    for r, limit in limits.items():
+        cap = node.allocatable.get(r)
+        if cap:
+            pct = used.get(r, 0.0) / cap * 100
+            if pct > limit:
+                out.append(f"{r} {round(pct, 1):g}% > {limit:g}%")
+    return out

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubectl_desched.framework.overlay import PlannedState
-from kubectl_desched.framework.placement import Destination, Estimator, Placement, workload_of
+from kubectl_desched.framework.placement import Destination, Estimator, Placement, over_targets, workload_of
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
 from kubectl_desched.model import Pod, PodDisruptionBudget
 from kubectl_desched.state import ClusterState
@@ -208,14 +208,8 @@ class EvictionPlan:
         if not limits or node is None:
             return ""
         used = self.estimator.placement.used.get(name, {})
-        over = []
-        for r, limit in limits.items():
-            cap = node.allocatable.get(r)
-            if cap:
-                pct = (used.get(r, 0.0) + (1.0 if r == "pods" else pod.requests.get(r, 0.0))) / cap * 100
-                if pct > limit:
-                    over.append(f"{r} {round(pct, 1):g}% > {limit:g}%")
-        return ", ".join(over)
+        landed = {r: used.get(r, 0.0) + (1.0 if r == "pods" else pod.requests.get(r, 0.0)) for r in limits}
+        return ", ".join(over_targets(landed, node, limits))
 
     def pdb_refusal(self, pod: Pod) -> str | None:
         """Why the API would refuse this pod's eviction (429), counting the candidates planned before it; None
