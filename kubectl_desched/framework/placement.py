@@ -8,7 +8,8 @@ NoSchedule/NoExecute taints, requests against what is free, pod count, required 
 anti-affinity (both ways) and topology spread with DoNotSchedule. Scores, weighted as the default profile weighs
 them: NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation over cpu and memory (1 each), NodeAffinity's
 preferred terms (2), PodTopologySpread (2) over the pod's ScheduleAnyway constraints or, when it has none, the system
-default spreading. The other scoring plugins are not modelled (README: "Where the pods will land")."""
+default spreading, TaintToleration (3): the PreferNoSchedule taints the pod does not tolerate, fewer is better. The
+other scoring plugins are not modelled (README: "Where the pods will land")."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ LARGE_PLAN, LARGE_PLAN_SCORE_LIMIT = 2000, 10
 NONZERO_CPU = 0.1
 NONZERO_MEMORY = 200 * 1024 * 1024
 SCORED = ("cpu", "memory")
+TAINT_WEIGHT = 3  # TaintToleration's weight in the default profile
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what NodeUnschedulable checks
 
 
@@ -148,8 +150,11 @@ class _Cluster:
         self._domains_in: dict[str, list[tuple[str, Matcher, Counter[str], bool]]] = defaultdict(list)
         self._domain_values: dict[tuple[int, str], set[str]] = {}
         self._eligible: dict[str, list[Node]] = {}
-        # What scoring reads of a node and never changes: its cpu and memory allocatable.
+        # What scoring reads of a node and never changes: its cpu and memory allocatable, and the PreferNoSchedule
+        # taints of the few nodes that have any.
         self.caps = {n.name: (n.allocatable.get("cpu", 0.0), n.allocatable.get("memory", 0.0)) for n in self.nodes}
+        self.prefer_no_schedule = {n.name: found for n in self.nodes
+                                   if (found := tuple(t for t in n.taints if t.effect == "PreferNoSchedule"))}
         self._room = {n.name: self._free(n) for n in self.nodes}
         # The nodes each static key allows (pools, taints), emptiest first, as (-room, name): a replacement walks
         # only the nodes it may use. Keys with the same nodes share one order (replicas share their key, and most
@@ -522,8 +527,8 @@ class _SpreadCheck:
 def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     """The modelled default score plugins summed with their weights: NodeResourcesFit's LeastAllocated (requests
     with the scheduler's defaults for unset ones) and BalancedAllocation (the requests as set), each 0-100 in
-    integers as kube-scheduler computes them, weight 1 each; NodeAffinity's preferred terms (2) and
-    PodTopologySpread's system default constraints (2)."""
+    integers as kube-scheduler computes them, weight 1 each; NodeAffinity's preferred terms (2),
+    PodTopologySpread's system default constraints (2) and TaintToleration (3)."""
     want = pod.requests
     cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
     cpu_nz_want, mem_nz_want = cpu_want or NONZERO_CPU, mem_want or NONZERO_MEMORY
@@ -537,7 +542,12 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
             (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
         cpu_f = min((used.get("cpu", 0.0) + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
         mem_f = min((used.get("memory", 0.0) + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
-        out[name] = least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
+        # TaintToleration's best (no untolerated PreferNoSchedule taint) to every node: _taint_scores takes off
+        # what the few tainted ones lose.
+        out[name] = least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE) + TAINT_WEIGHT * MAX_SCORE
+    if cl.prefer_no_schedule:
+        for name, lost in _taint_scores(pod, feasible, cl.prefer_no_schedule).items():
+            out[name] -= TAINT_WEIGHT * lost
     if pod.affinity is not None and preferred_node_affinity_terms(pod):
         preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible}
         top = max(preferred.values(), default=0)
@@ -550,6 +560,18 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     for n, v in zip(feasible, spread, strict=False):  # empty: not scored
         out[n.name] += 2 * v
     return out
+
+
+def _taint_scores(pod: Pod, feasible: list[Node], tainted: Mapping[str, tuple[Taint, ...]]) -> dict[str, int]:
+    """TaintToleration's score as what each feasible node loses from the best (100): its PreferNoSchedule taints the
+    pod does not tolerate, normalized as the framework does in reverse (the most such taints lose 100)."""
+    counts = {}
+    for n in feasible:
+        taints = tainted.get(n.name)
+        if taints is not None and (k := sum(1 for t in taints if not pod.tolerates(t))):
+            counts[n.name] = k
+    top = max(counts.values(), default=0)
+    return {name: MAX_SCORE * k // top for name, k in counts.items()}
 
 
 def _spread_selector(pod: Pod, c: Mapping[str, Any]) -> dict[str, Any]:
