@@ -10,6 +10,7 @@ from typing import Any
 from kubectl_desched.framework.placement import over_targets
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
+from kubectl_desched.framework.rehearsal import REHEARSE_LIMIT_PODS, Rehearsal, rehearse
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.framework.types import Plugin
 from kubectl_desched.model import Node
@@ -19,6 +20,8 @@ from kubectl_desched.state import ClusterState
 # Each try is a whole plan: past this many pods the advice names what to try without trying it.
 TRY_LIMIT_PODS = 20_000
 MAX_TRIES = 8
+MAX_ROUNDS = 3  # what the advice tries with --rounds: more is a reshuffle, not a nudge
+MAX_PLANS = 12  # every try together: what the advice may cost, whatever the plugin offers
 
 
 def over_after(plan: EvictionPlan, nodes: list[Node]) -> dict[str, list[str]]:
@@ -44,30 +47,61 @@ def _with_args(policy: Policy, target: PluginUse, args: Any) -> Policy:
     return replace(policy, profiles=profiles)
 
 
+def _tries(policy: Policy, use: PluginUse) -> list[tuple[str, Policy]]:
+    """The policy as given (more rounds may be all it takes), then with each of the plugin's nearby args. None for a
+    plugin with no nearby args: it cannot say its goal can be tried in memory (actual usage, say)."""
+    factory = use.spec.factory
+    variants = factory.nearby_args(use.args) if isinstance(factory, type) and issubclass(factory, Plugin) else []
+    if not variants:
+        return []
+    return [("", policy), *((flags, _with_args(policy, use, args)) for flags, args in variants[:MAX_TRIES])]
+
+
+def _try(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan | None, nodes: list[Node],
+         plugin: str, budget: int) -> Rehearsal:
+    """Rounds in memory on a small cluster, as many as the budget of plans allows; one plan on a larger one."""
+    def left(p: EvictionPlan) -> list[str]:
+        return over_after(p, nodes).get(plugin, [])
+
+    if len(state.pods) <= REHEARSE_LIMIT_PODS:
+        return rehearse(policy, state, scope, left, min(MAX_ROUNDS, budget + (plan is not None)), first=plan)
+    trial = plan or run(policy, state, scope)
+    return Rehearsal(1 if trial.candidates else 0, len(trial.candidates), left(trial), plans=int(plan is None))
+
+
 def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan,
            nodes: list[Node]) -> list[dict[str, Any]]:
-    """One entry per plugin that leaves nodes over its targets: which, and the change that would help, if any."""
+    """One entry per plugin that leaves nodes over its targets: which, and the smallest change that would help,
+    if any: more rounds of the same policy first, then nearby args (in as few rounds as they take)."""
     out = []
     for plugin, left in sorted(over_after(plan, nodes).items()):
         limits = plan.targets[plugin]
         entry: dict[str, Any] = {"plugin": plugin, "overAfter": left,
                                  "targets": {r: v for r, v in limits.items()}, "tried": [], "suggestion": None}
         uses = [u for p in policy.profiles for u in (*p.balance, *p.deschedule) if u.spec.name == plugin]
-        factory = uses[0].spec.factory if uses else None
-        variants = factory.nearby_args(uses[0].args) if isinstance(factory, type) and \
-            issubclass(factory, Plugin) else []
-        if variants and len(state.pods) <= TRY_LIMIT_PODS:
-            for flags, args in variants[:MAX_TRIES]:
-                trial = run(_with_args(policy, uses[0], args), state, scope)
-                still = over_after(trial, nodes).get(plugin, [])
-                entry["tried"].append({"flags": flags, "moves": len(trial.candidates), "overAfter": still})
-                if not still:
+        tries = _tries(policy, uses[0]) if uses else []
+        if tries and len(state.pods) <= TRY_LIMIT_PODS:
+            budget = MAX_PLANS
+            for flags, trial in tries:
+                if budget <= 0:
                     break
-            best = min(entry["tried"], key=lambda t: (len(t["overAfter"]), t["moves"]))
-            if len(best["overAfter"]) < len(left) and best["moves"]:
-                entry["suggestion"] = best
-        elif variants:
-            entry["suggestion"] = {"flags": variants[0][0], "moves": None, "overAfter": None}
+                r = _try(trial, state, scope, plan if not flags else None, nodes, plugin, budget)
+                budget -= r.plans
+                if not flags and r.rounds <= 1:
+                    continue  # the policy as given, in one round: this plan
+                rounds = f"--rounds {r.rounds}" if r.rounds > 1 else ""
+                entry["tried"].append({"flags": " ".join(f for f in (flags, rounds) if f), "argsChanged": bool(flags),
+                                       "rounds": r.rounds, "moves": r.moves, "overAfter": r.left})
+                if not r.left:
+                    break
+            if entry["tried"]:
+                best = min(entry["tried"], key=lambda t: (len(t["overAfter"]), t["argsChanged"], t["rounds"],
+                                                          t["moves"]))
+                if len(best["overAfter"]) < len(left) and best["moves"]:
+                    entry["suggestion"] = best
+        elif tries:
+            entry["suggestion"] = {"flags": tries[1][0], "argsChanged": True, "rounds": None, "moves": None,
+                                   "overAfter": None}
         entry["keptFutile"] = sum(1 for _p, name, _w in plan.kept_futile.values() if name == plugin)
         out.append(entry)
     return out
@@ -85,7 +119,8 @@ def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
         elif s is not None:
             left = "every node within its targets" if not s["overAfter"] else \
                 f"{_names(s['overAfter'])} over"
-            text += f": {s['flags']} would move {s['moves']} pod(s) and leave {left}"
+            within = f" in {s['rounds']} rounds" if s["rounds"] > 1 else ""
+            text += f": {s['flags']} would move {s['moves']} pod(s){within} and leave {left}"
         elif a["tried"]:
             text += f": none of {', '.join(t['flags'] for t in a['tried'][:2])}... gets closer"
         lines.append(text)

@@ -110,12 +110,29 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
                      "cpuSpread": r.measure[1] if r.measure else None, "landings": r.landings})
         if r.last or r.code != 0 or not r.planned or not r.evicted:
             break
+    else:
+        if rounds > 1:  # the rounds ran out after moving pods: read once more to say where they left the nodes
+            click.echo(_after_rounds(opts, policy, rounds), err=True)
     return done[-1].code if len(done) == 1 else max(r.code for r in done)
+
+
+def _after_rounds(opts: Options, policy: Policy, rounds: int) -> str:
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+                  all_pods=filters_read_other_nodes(policy) is not None)
+    plan = run(policy, loaded.state, loaded.scope)
+    over, spread = _measure(plan, considered_nodes(plan.state, policy, loaded.scope))
+    if not over:
+        return f"after round {rounds}: no node over target, cpu spread {fmt_pct(spread)} (read again)"
+    more = f"; the next plan would move {len(plan.candidates)} pod(s)" if plan.candidates else \
+        "; the next plan is empty"
+    return f"after round {rounds}: {over} node(s) over target, cpu spread {fmt_pct(spread)} (read again){more}"
 
 
 def _round_line(number: int, r: _Round) -> str:
     over, spread = r.measure or (0, 0.0)
     where = f"{over} node(s) over target, cpu spread {fmt_pct(spread)}"
+    if not over and not r.planned:
+        return f"round {number}: no node over target, cpu spread {fmt_pct(spread)}; nothing left to move"
     if r.stopped:
         return f"round {number}: stopped: {where}, no better than the round before"
     landed = ""

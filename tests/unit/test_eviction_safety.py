@@ -842,6 +842,32 @@ def test_rounds_stop_when_the_nodes_do_not_get_better(monkeypatch: pytest.Monkey
     assert out.count("Round 1") == 1 and "Round 2" not in out
 
 
+def test_rounds_that_run_out_read_the_cluster_once_more_to_say_where_they_left_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    """The budget lets one pod go per round. Each read shows the evicted pods replaced on n2, as the landing wait
+    saw them: two rounds move both, and the line after them comes from a third read, not from the estimate."""
+    api = fake_cluster(["web-0", "web-1"], allowed=1)
+    nodes = [node_from_json(b.node("n1", taints=[b.taint("maintenance", "soon")])), node_from_json(b.node("n2"))]
+    reads: list[int] = []
+
+    def read(*_a: Any, **_k: Any) -> ClusterState:
+        reads.append(1)
+        pods = [pod_from_json(b.pod(n if n not in api.applied else f"{n}-new", "n2" if n in api.applied else "n1",
+                                    labels={"app": "web"}, uid=f"uid-{n}{'-new' if n in api.applied else ''}",
+                                    owner_name=f"{n}-rs")) for n in ("web-0", "web-1")]
+        pdbs = [pdb_from_json(b.pdb("web", {"app": "web"}, allowed=1))]
+        return ClusterState(nodes, pods, pdbs, source="cluster https://api (context c)")
+
+    monkeypatch.setattr(app.loading, "read_cluster", read)
+    code, _out, err = run_cli(monkeypatch, capsys, "--yes", "--rounds", "2")
+    assert code == 0 and api.applied == {"web-0": 1, "web-1": 1} and len(reads) == 3
+    lines = [line for line in err.splitlines() if line.startswith(("round ", "after round"))]
+    assert lines[2] == "after round 2: no node over target, cpu spread 5% (read again)"
+    code, _out, err = run_cli(monkeypatch, capsys, "--yes", "--rounds", "3")  # both moved: nothing left
+    assert code == 0 and "round 1: no node over target, cpu spread 5%; nothing left to move" in err
+
+
 def test_a_replacement_is_listed_by_the_labels_it_will_share() -> None:
     """The PodTopologyLabels admission gives a bound pod its node's zone: a replacement elsewhere has another."""
     from kubectl_desched.app.landings import template_labels
