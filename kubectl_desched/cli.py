@@ -17,7 +17,7 @@ from kubectl_desched.commandline.help import command
 from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.interrupts import Interrupted, leave
-from kubectl_desched.names import dns1123_subdomain_problem
+from kubectl_desched.model.names import dns1123_subdomain_problem
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 if TYPE_CHECKING:

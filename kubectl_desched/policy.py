@@ -17,9 +17,9 @@ from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.policy import PluginUse, Policy, Profile
 from kubectl_desched.framework.registry import Registry
+from kubectl_desched.model.label_selectors import Matcher, label_selector, parse_selector
+from kubectl_desched.model.shapes import shown, yaml_hint
 from kubectl_desched.sanitize import short
-from kubectl_desched.selectors import Matcher, label_selector, parse_selector
-from kubectl_desched.shapes import shown, yaml_hint
 
 API_VERSION = "descheduler/v1alpha2"
 UPSTREAM_KIND = "DeschedulerPolicy"

@@ -12,10 +12,10 @@ import click
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.placement import Placement, node_warnings
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.quantity import fmt_pct, format_resource
 from kubectl_desched.output import LazyItems
 from kubectl_desched.output import sort_key as output_order
-from kubectl_desched.quantity import fmt_pct, format_resource
 from kubectl_desched.tables import plain_table
 
 RESOURCES = ("cpu", "memory", "pods")

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_desched.model import Node, Pod, Taint, Toleration
-from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.objects import Node, Pod, Taint, Toleration
+from kubectl_desched.model.state import ClusterState
 
 
 def _expr_matches(expr: Mapping[str, Any], value: str | None) -> bool:

@@ -23,9 +23,9 @@ from kubectl_desched.explain import explain_node_doc, explain_node_text, explain
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.interrupts import Interrupted
+from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.options import Options
 from kubectl_desched.policy import Policy
-from kubectl_desched.quantity import fmt_pct
 from kubectl_desched.render import Painter, color_enabled, document, node_rows
 from kubectl_desched.report import Report
 from kubectl_desched.sanitize import LINE_LIMIT, one_line

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
-from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
-from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
+from kubectl_desched.model.durations import parse_duration
+from kubectl_desched.model.label_selectors import parse_selector
+from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.sanitize import short, shown
-from kubectl_desched.selectors import parse_selector
 
 MAX_IN_FLIGHT = 1000  # each eviction in flight is a thread and a connection
 

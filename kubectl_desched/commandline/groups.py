@@ -13,12 +13,12 @@ import click
 from kubectl_desched import completion
 from kubectl_desched.commandline import checks
 from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
-from kubectl_desched.durations import MAX_DURATION_SECONDS, format_duration
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
-from kubectl_desched.names import dns1123_label_problem, dns1123_subdomain_problem
+from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duration
+from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
+from kubectl_desched.model.podmigrationjob import JOB_MODES
 from kubectl_desched.output import check_format, check_sort_by
-from kubectl_desched.podmigrationjob import JOB_MODES
 from kubectl_desched.sanitize import shown
 
 # The parsed groups' types are imported where a command runs: their dozen frozen dataclasses take a few

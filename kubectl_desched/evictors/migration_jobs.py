@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
-from kubectl_desched.durations import format_duration
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
+from kubectl_desched.model.durations import format_duration
+from kubectl_desched.model.podmigrationjob import RESERVATION_FIRST
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
-from kubectl_desched.podmigrationjob import RESERVATION_FIRST
 from kubectl_desched.sanitize import one_line
 
 if TYPE_CHECKING:

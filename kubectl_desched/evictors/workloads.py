@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kubectl_desched.kube.access import Permission
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, request_json
-from kubectl_desched.model import Pod
+from kubectl_desched.model.objects import Pod
 
 if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection  # it imports the kubernetes client

@@ -12,10 +12,10 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from kubectl_desched.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.shapes import shown, yaml_hint
+from kubectl_desched.model.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.shapes import shown, yaml_hint
 
 
 def camel(name: str) -> str:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.model.durations import parse_duration
 from kubectl_desched.sanitize import shown
 
 INT32_MAX = 2**31 - 1  # counts are int32 fields in Kubernetes and in the descheduler's args

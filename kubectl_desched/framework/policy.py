@@ -9,7 +9,7 @@ from typing import Any
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec
 from kubectl_desched.framework.types import Plugin
-from kubectl_desched.selectors import Matcher
+from kubectl_desched.model.label_selectors import Matcher
 
 
 @dataclass

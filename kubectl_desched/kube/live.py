@@ -14,13 +14,14 @@ from urllib.parse import quote
 
 import urllib3
 
-from kubectl_desched import heap, interrupts, safeload, wire
+from kubectl_desched import heap, interrupts, safeload
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
-from kubectl_desched.model import ParseError, cycle_collector_paused, from_json, node_from_json
+from kubectl_desched.model import wire
+from kubectl_desched.model.objects import ParseError, cycle_collector_paused, from_json, node_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.sanitize import one_line, shown
-from kubectl_desched.state import ClusterState
 
 if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
 from kubectl_desched.framework.flags import INT32_MAX, CliSurface, DurationText, Flag, Integer
-from kubectl_desched.model import SYSTEM_CRITICAL_PRIORITY, Pod
+from kubectl_desched.model.durations import parse_time
+from kubectl_desched.model.label_selectors import parse_selector
+from kubectl_desched.model.objects import SYSTEM_CRITICAL_PRIORITY, Pod
 from kubectl_desched.scheduling import why_not_node_fit
-from kubectl_desched.selectors import parse_selector
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"

@@ -11,7 +11,7 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
 from kubectl_desched.framework.flags import CliSurface, Flag, Percentages
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.plugins import nodeutilization as nu
 
 

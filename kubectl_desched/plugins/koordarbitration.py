@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_desched.model import OwnerRef, Pod
-from kubectl_desched.selectors import label_selector
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.label_selectors import label_selector
+from kubectl_desched.model.objects import OwnerRef, Pod
+from kubectl_desched.model.state import ClusterState
 
 JOB_KIND = "PodMigrationJob"
 WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "ReplicationController")

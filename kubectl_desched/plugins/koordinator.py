@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubectl_desched.errors import UsageError
-from kubectl_desched.model import Node, Pod
-from kubectl_desched.quantity import resource_value
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.quantity import resource_value
 
 PRIORITY_LABEL = "koordinator.sh/priority-class"
 QOS_LABEL = "koordinator.sh/qosClass"

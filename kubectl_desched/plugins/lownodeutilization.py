@@ -11,10 +11,10 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch
-from kubectl_desched.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.plugins import nodeutilization as nu
-from kubectl_desched.quantity import fmt_pct
 
 # Upstream has no default thresholds; from flags, these (shown in --help).
 DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}

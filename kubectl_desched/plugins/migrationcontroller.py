@@ -16,7 +16,8 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model import Pod
+from kubectl_desched.model.objects import Pod
+from kubectl_desched.model.podmigrationjob import JOB_MODES, RESERVATION_FIRST
 from kubectl_desched.plugins import koordarbitration as arb
 from kubectl_desched.plugins.defaultevictor import (
     EVICT_ANNOTATION,
@@ -24,7 +25,6 @@ from kubectl_desched.plugins.defaultevictor import (
     DefaultEvictorArgs,
     PriorityThreshold,
 )
-from kubectl_desched.podmigrationjob import JOB_MODES, RESERVATION_FIRST
 
 EVICTION_COST_ANNOTATION = "scheduling.koordinator.sh/eviction-cost"
 MAX_EVICTION_COST = str(2**31 - 1)

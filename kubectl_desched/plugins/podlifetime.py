@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import IncludeExclude, LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface, Flag, Seconds
-from kubectl_desched.model import Node, Pod, PodCondition
+from kubectl_desched.model.durations import parse_time
+from kubectl_desched.model.objects import Node, Pod, PodCondition
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
     Check,

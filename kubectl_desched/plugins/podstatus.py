@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictOptions, Plugin
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
-from kubectl_desched.model import ContainerStatus, Pod
-from kubectl_desched.selectors import Matcher
+from kubectl_desched.model.durations import parse_time
+from kubectl_desched.model.label_selectors import Matcher
+from kubectl_desched.model.objects import ContainerStatus, Pod
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 

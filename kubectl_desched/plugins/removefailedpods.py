@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.plugins.podstatus import (
     ArgsScope,
     Check,

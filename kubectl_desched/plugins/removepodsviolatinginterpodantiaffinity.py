@@ -21,7 +21,7 @@ from typing import Any
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.scheduling import (
     anti_affinity_matcher,

@@ -15,7 +15,7 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model import Node, Pod
+from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.scheduling import (
     first_fitting_node,
     has_required_node_affinity,

@@ -13,7 +13,8 @@ from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry, decode_args
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Pod, node_from_json, pod_from_json
+from kubectl_desched.model.objects import Pod, node_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.removeduplicates import RemoveDuplicates
 from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import (
@@ -21,7 +22,6 @@ from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import 
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
 from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds

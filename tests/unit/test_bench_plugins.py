@@ -14,9 +14,9 @@ import pytest
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, PluginArgs
 from kubectl_desched.framework.registry import PluginSpec
-from kubectl_desched.model import Node
+from kubectl_desched.model.objects import Node
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.state import ClusterState
 
 # Loaded by path under its own name: `plugins` alone is also the repository's folder of plugin distributions.
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "plugins.py"

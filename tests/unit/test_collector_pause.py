@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_desched import collector
-from kubectl_desched.model import cycle_collector_paused
+from kubectl_desched.model.objects import cycle_collector_paused
 from tests.builders import cluster, node, pod
 
 # Calls an entry point of launch.py and says, at exit, how many collections ran from the call on and whether

@@ -107,7 +107,7 @@ def test_no_kubeconfig_is_needed_when_the_flags_name_the_server() -> None:
 
 
 def test_field_selectors_parse_as_kubectl_and_match_a_snapshot() -> None:
-    from kubectl_desched import fieldselectors
+    from kubectl_desched.model import field_selectors as fieldselectors
     from tests import builders as b
 
     assert fieldselectors.parse(r"status.phase=Running,spec.nodeName!=n1,metadata.name==a\,b") == [

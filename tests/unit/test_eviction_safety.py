@@ -36,8 +36,8 @@ from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.kube import live
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.kube.landings import Landed
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from tests import builders as b
 
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."

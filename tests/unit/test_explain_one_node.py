@@ -14,9 +14,9 @@ from kubectl_desched.commandline.plugin_flags import build_policy, default_plugi
 from kubectl_desched.explain import explain_node_doc, explain_node_text
 from kubectl_desched.framework.runner import Scope, needs_whole_cluster, run
 from kubectl_desched.kube import live
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.policy import Policy
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 from tests.unit.test_hostile_server import PDBS, PODS, FakeAPI, _conn, run_main
 

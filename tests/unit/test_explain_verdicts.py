@@ -14,9 +14,9 @@ from kubectl_desched.commandline.plugin_flags import build_policy, default_plugi
 from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.policy import Policy
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 
 DEMO = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")

@@ -16,9 +16,9 @@ from kubectl_desched import app, cli
 from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
 from kubectl_desched.commandline.checks import Count, pod_reference
 from kubectl_desched.commandline.groups import acting
-from kubectl_desched.durations import MAX_DURATION_SECONDS
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import live
+from kubectl_desched.model.durations import MAX_DURATION_SECONDS
 from kubectl_desched.plugins import full_registry
 from tests import builders as b
 
@@ -239,7 +239,7 @@ def test_grace_period_minus_one_sends_none_and_zero_is_kept(untouched: list[str]
 # ---------------------------------------------------------------- the parsers behind the flags
 
 def test_selector_values_follow_the_api_server() -> None:
-    from kubectl_desched.selectors import parse_selector
+    from kubectl_desched.model.label_selectors import parse_selector
 
     empty_in = parse_selector("tier in ()")  # the API server reads "()" as the empty value
     assert empty_in({"tier": ""}) and not empty_in({"tier": "web"}) and not empty_in({})
@@ -281,7 +281,7 @@ def _random_texts(seed: int, count: int = 3000) -> list[str]:
 
 
 def test_random_selectors_parse_or_raise_value_error() -> None:
-    from kubectl_desched.selectors import parse_selector
+    from kubectl_desched.model.label_selectors import parse_selector
 
     for text in _random_texts(11):
         try:
@@ -291,8 +291,8 @@ def test_random_selectors_parse_or_raise_value_error() -> None:
 
 
 def test_random_durations_are_bounded_or_a_usage_error() -> None:
-    from kubectl_desched.durations import parse_duration
     from kubectl_desched.errors import UsageError
+    from kubectl_desched.model.durations import parse_duration
 
     for text in _random_texts(12):
         try:

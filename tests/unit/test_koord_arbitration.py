@@ -13,10 +13,10 @@ import pytest
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import EvictionPlan, Limits, PluginHandle, ProfileEvictor
-from kubectl_desched.model import node_from_json, pod_from_json
+from kubectl_desched.model.objects import node_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins.koordarbitration import max_unavailable, scaled_value
 from kubectl_desched.plugins.migrationcontroller import MigrationController, MigrationControllerArgs
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_desched.cli import cli
-from kubectl_desched.durations import format_duration
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.migration import MigrationEvictor
@@ -34,7 +33,8 @@ from kubectl_desched.evictors.migration_render import phase_line, summary_rows
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube import live
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.model import pod_from_json
+from kubectl_desched.model.durations import format_duration
+from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.policy import decode_policy
 from tests import builders as b

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubectl_desched.framework.overlay import PlannedState
-from kubectl_desched.model import (
+from kubectl_desched.model.objects import (
     ParseError,
     Taint,
     Toleration,
@@ -16,7 +16,7 @@ from kubectl_desched.model import (
     pod_from_json,
     pod_requests,
 )
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.state import ClusterState
 from tests import builders as b
 
 MI = 2.0**20

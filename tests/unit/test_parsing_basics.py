@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import UsageError
-from kubectl_desched.quantity import format_resource, parse_quantity, resource_value
-from kubectl_desched.selectors import label_selector, parse_selector
+from kubectl_desched.model.durations import parse_duration
+from kubectl_desched.model.label_selectors import label_selector, parse_selector
+from kubectl_desched.model.quantity import format_resource, parse_quantity, resource_value
 
 # --- quantities -------------------------------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ from typing import Any
 from kubectl_desched.framework import placement
 from kubectl_desched.framework.placement import estimate
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.model import node_from_json, pod_from_json
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import node_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from tests import builders as b
 
 

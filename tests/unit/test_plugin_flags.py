@@ -15,7 +15,7 @@ from kubectl_desched.cli import cli
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, PluginArgs, PluginSpec, Registry
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer
-from kubectl_desched.model import Node
+from kubectl_desched.model.objects import Node
 from kubectl_desched.plugins import full_registry
 from tests import builders as b
 

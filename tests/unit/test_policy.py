@@ -501,8 +501,8 @@ def test_structure_errors(registry: Registry, mutate: Any, path: str, message: s
 def test_plugin_constructor_errors_name_file_and_path(registry: Registry) -> None:
     """Errors only a plugin's constructor can find (a PriorityClass that does not exist) are located too."""
     from kubectl_desched.framework.runner import Scope, run
-    from kubectl_desched.model import node_from_json
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.objects import node_from_json
+    from kubectl_desched.model.state import ClusterState
     from tests import builders as b
 
     profile = _lnu_profile()

@@ -14,7 +14,7 @@ from kubectl_desched.framework import registry as registry_module
 from kubectl_desched.framework.args import decode_args, encode_args
 from kubectl_desched.framework.registry import ENTRY_POINT_GROUP, PluginSpec, Registry, RegistryError
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Plugin
-from kubectl_desched.model import Node
+from kubectl_desched.model.objects import Node
 from kubectl_desched.plugins import full_registry, in_tree_registry
 
 

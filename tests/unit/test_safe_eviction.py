@@ -26,7 +26,7 @@ from kubectl_desched.evictors.execute import Pacing, Runner
 from kubectl_desched.evictors.workloads import Readiness, Workload
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.config import Connection
-from kubectl_desched.model import pod_from_json
+from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.report import Report, check_writable
 from tests import builders as b
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from kubectl_desched import confirm, selector
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.model import pod_from_json
+from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.selection import Selection, details
 from tests.builders import pod
 

@@ -39,11 +39,13 @@ def test_no_kubernetes_client_at_start(args: list[str]) -> None:
 
 # What a command needs only once it runs: the model and msgspec, the plugins and their registry (entry points),
 # the policy readers, yaml, the parsed option types.
-_FRAMEWORK = ("kubectl_desched.model", "msgspec", "kubectl_desched.plugins", "kubectl_desched.framework.registry",
-              "importlib.metadata", "kubectl_desched.policy", "kubectl_desched.policyfile", "yaml",
-              "kubectl_desched.options")
-_RUN_ONLY = ("kubectl_desched.policy", "kubectl_desched.policyfile", "kubectl_desched.kube.snapshot", "yaml",
-             "jsonpatch", "kubectl_desched.options")
+_FRAMEWORK = ("kubectl_desched.model.objects", "msgspec", "kubectl_desched.plugins",
+              "kubectl_desched.framework.registry", "importlib.metadata",
+              "kubectl_desched.policy", "kubectl_desched.policyfile",
+              "yaml", "kubectl_desched.options")
+_RUN_ONLY = ("kubectl_desched.policy", "kubectl_desched.policyfile",
+             "kubectl_desched.kube.snapshot", "yaml", "jsonpatch",
+             "kubectl_desched.options")
 
 
 @pytest.mark.parametrize("args", [["version"], ["--help"]])

@@ -12,7 +12,7 @@ from kubectl_desched.cli import cli
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.results import results_table
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.model import pod_from_json
+from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.output import custom_columns
 from kubectl_desched.render import Painter
 from kubectl_desched.tables import plain_table

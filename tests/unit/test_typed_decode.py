@@ -12,10 +12,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubectl_desched import model
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import decode, live
 from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.model import objects as model
 from tests import builders as b
 from tests.unit.test_fuzz_readers import base_cluster
 
@@ -100,7 +100,7 @@ def test_what_the_typed_decode_does_not_take_whole_is_left_to_the_streamed_read(
 
 
 def test_extra_kinds_given_as_parsed_json_become_the_model_once() -> None:
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.state import ClusterState
     state = ClusterState([], [], extra={"PriorityClass": [b.priority_class("high", 1000)],
                                         "Deployment": [{"kind": "Deployment"}]})
     assert state.extra["PriorityClass"] == [model.PriorityClass("high", 1000)]

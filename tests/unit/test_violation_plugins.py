@@ -14,7 +14,8 @@ from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Taint, Toleration
+from kubectl_desched.model.objects import Taint, Toleration
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
@@ -29,7 +30,6 @@ from kubectl_desched.scheduling import (
     same_topology,
     toleration_tolerates,
 )
-from kubectl_desched.state import ClusterState
 from tests import builders as b
 from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds

@@ -1,12 +1,12 @@
 """Lean, read-only Nodes, Pods, PodDisruptionBudgets and the other kinds plugins read, as msgspec Structs.
 
-Objects are decoded from the API's JSON into the typed shapes of wire.py, which hold only what plugins, filters,
+Objects are decoded from the API's JSON into the typed shapes of model/wire.py, which hold only what plugins, filters,
 explain and rendering read (everything else is skipped by the decoder without being built), and finished here
 into the model: derived values (effective requests, QoS, local storage) computed once, values many pods share
 pooled, names checked as the API server checks them. The fast way is kube/decode.py's, from the bytes of a LIST
 page or a snapshot file; `*_from_json` read one already-parsed object (YAML snapshots, tests) into the same types.
 
-Every field read is validated (shapes.py has the rules): a wrong type or a value the API server would refuse is a
+Every field read is validated (model/shapes.py has the rules): a wrong type or a value the API server would refuse is a
 ParseError naming the object and the field path. The typed decode checks what types can; an object it refuses,
 or that fails here, is read again from its parsed JSON, where the full schema says what and where.
 """
@@ -23,12 +23,13 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from kubectl_desched import collector, shapes, wire
-from kubectl_desched.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
-from kubectl_desched.quantity import resource_value
+from kubectl_desched import collector
+from kubectl_desched.model import shapes, wire
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.names import SUBDOMAIN_MAX, dns1123_label_problem, dns1123_subdomain_problem
+from kubectl_desched.model.quantity import resource_value
+from kubectl_desched.model.shapes import Invalid
 from kubectl_desched.sanitize import short
-from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.shapes import Invalid
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 DEFAULT_SCHEDULER = "default-scheduler"  # what the API server writes when spec.schedulerName is empty

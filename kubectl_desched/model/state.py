@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubectl_desched.model import Node, Pod, PodDisruptionBudget, extra_from_json
+from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget, extra_from_json
 
 
 class ClusterState:
@@ -42,7 +42,7 @@ class ClusterState:
         for b in self.pdbs:
             self._pdbs_by_ns[b.namespace].append(b)
         self._requested: dict[str, dict[str, float]] = {}
-        # pdbs_for by (namespace, labels object): replicas share one pooled labels mapping (model.py), so a
+        # pdbs_for by (namespace, labels object): replicas share one pooled labels mapping (model/objects.py), so a
         # namespace's selectors run once per distinct label set instead of once per pod and call (2.2 million
         # selector calls for 150,000 pods). The entry keeps the mapping, so its id cannot be reused meanwhile.
         self._pdbs_of_labels: dict[tuple[str, int], tuple[Mapping[str, str], list[PodDisruptionBudget]]] = {}

@@ -5,9 +5,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubectl_desched.names import label_key_problem, label_value_problem
+from kubectl_desched.model.names import label_key_problem, label_value_problem
+from kubectl_desched.model.shapes import describe, not_a, printable
 from kubectl_desched.sanitize import shown
-from kubectl_desched.shapes import describe, not_a, printable
 
 Matcher = Callable[[Mapping[str, str]], bool]
 

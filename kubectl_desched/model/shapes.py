@@ -1,5 +1,5 @@
 """The shape of API objects as the API server checks it: which fields are strings, integers, quantities, lists
-or objects. The model (model.py) validates what it reads with these when an object is read, so a wrong type is
+or objects. The model (model/objects.py) validates what it reads with these when an object is read, so a wrong type is
 one error naming the object and the field path (`spec.containers[0].resources.requests[cpu]`), never a
 traceback in a plugin later.
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubectl_desched.quantity import parse_quantity
+from kubectl_desched.model.quantity import parse_quantity
 
 Check = Callable[[Any, str], None]
 

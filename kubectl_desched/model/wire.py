@@ -2,9 +2,9 @@
 filters, explain and rendering read. Everything else in an object (managedFields above all) is skipped by the
 decoder without ever being built, which is most of a pod's bytes.
 
-The types check what a type can say (strings, booleans, int32 ranges, enums, RFC 3339 timestamps); model.py
+The types check what a type can say (strings, booleans, int32 ranges, enums, RFC 3339 timestamps); model/objects.py
 checks the rest (names, quantities, affinity) while it turns these into the model. null is not accepted here:
-an object with nulls fails the fast decode and is read again the slow way (model.py strips the nulls, which the
+an object with nulls fails the fast decode and is read again the slow way (model/objects.py strips the nulls, which the
 API reads as the empty value, and converts the same types).
 """
 
@@ -14,14 +14,14 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct, field
 
-from kubectl_desched import shapes
+from kubectl_desched.model import shapes
 
 Int32 = Annotated[int, Meta(ge=shapes.INT32[0], le=shapes.INT32[1])]
 Int64 = Annotated[int, Meta(ge=shapes.INT64[0], le=shapes.INT64[1])]
 Count32 = Annotated[int, Meta(ge=0, le=shapes.INT32[1])]
 Time = Annotated[str, Meta(pattern=rf"^(?:{shapes.RFC3339.pattern})\Z")]
-PodTime = str  # a pod's status times: checked by model.py all at once, one regular expression a pod
-Quantity = str | int | float  # checked when parsed (model.py)
+PodTime = str  # a pod's status times: checked by model/objects.py all at once, one regular expression a pod
+Quantity = str | int | float  # checked when parsed (model/objects.py)
 Quantities = dict[str, Quantity]
 
 
@@ -86,7 +86,7 @@ class Toleration(_Wire, kw_only=True, frozen=True):
 
 
 # Affinity and spread constraints: checked by their types, then handed to the plugins as the JSON they were
-# (model.py pools them by their encoding and makes them plain dicts and lists once per distinct value).
+# (model/objects.py pools them by their encoding and makes them plain dicts and lists once per distinct value).
 Weight = Annotated[int, Meta(ge=1, le=100)]
 Positive32 = Annotated[int, Meta(ge=1, le=shapes.INT32[1])]
 Strings = tuple[str, ...]

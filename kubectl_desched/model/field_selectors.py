@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubectl_desched.model import Pod
+from kubectl_desched.model.objects import Pod
 
 # The apiserver's pod field labels that a snapshot can answer from the model.
 LOCAL_FIELDS: dict[str, Callable[[Pod], str]] = {

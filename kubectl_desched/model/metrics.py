@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubectl_desched.durations import parse_time
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.model import NodeMetric, NodeMetrics, PodMetrics
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.durations import parse_time
+from kubectl_desched.model.objects import NodeMetric, NodeMetrics, PodMetrics
+from kubectl_desched.model.state import ClusterState
 
 NODE_METRICS = "NodeMetrics"  # metrics.k8s.io/v1beta1, one per node
 POD_METRICS = "PodMetrics"  # metrics.k8s.io/v1beta1, one per pod
