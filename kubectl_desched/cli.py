@@ -21,7 +21,7 @@ from kubectl_desched.model.names import dns1123_subdomain_problem
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 if TYPE_CHECKING:
-    from kubectl_desched.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
+    from kubectl_desched.app.options import ActOptions, ClusterAccess, OutputOptions, ScopeOptions
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -142,7 +142,7 @@ def explain_node(node_name: str, full: bool, access: ClusterAccess, scope: Scope
 def plugins(output: str) -> None:
     """List in-tree and out-of-tree plugins with their extension points and args (with their defaults from flags,
     and a policy's where those differ)."""
-    from kubectl_desched import pluginstable
+    from kubectl_desched.ui import plugins_table as pluginstable
 
     found = registry(click.get_current_context())
     rows = pluginstable.rows(found)

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kubectl_desched.framework import Registry
     from kubectl_desched.framework.plan import EvictionPlan
+    from kubectl_desched.framework.policy_decoder import Policy
     from kubectl_desched.framework.runner import Scope
     from kubectl_desched.model.state import ClusterState
-    from kubectl_desched.policy import Policy
 
 _uid = itertools.count(1)
 
@@ -293,9 +293,9 @@ def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
          evictor_args: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
          scope: Scope | None = None, registry: Registry | None = None) -> EvictionPlan:
     """The plan a run makes with these (plugin, extension point, args) entries, decoded as the flags are."""
+    from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
     from kubectl_desched.framework.runner import Scope, run
     from kubectl_desched.plugins import in_tree_registry
-    from kubectl_desched.policy import decode_policy, policy_from_plugins
 
     raw = policy_from_plugins(plugins, evictor_args or {}, limits or {})
     return run(as_upstream(decode_policy(raw, registry or in_tree_registry(), "flags")), state, scope or Scope())

@@ -8,14 +8,14 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.text import live_line, warn
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.choose import Build, make_evictor
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.options import Options
-from kubectl_desched.policy import Policy
-from kubectl_desched.report import Report
-from kubectl_desched.statusline import StatusLine
+from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.ui.report import Report
+from kubectl_desched.ui.statusline import StatusLine
 
 if TYPE_CHECKING:
     from kubectl_desched.evictors.execute import Runner

@@ -8,27 +8,28 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import interrupts, pager
+from kubectl_desched import interrupts
 from kubectl_desched.app.acting import build_runner, preflight
 from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
 from kubectl_desched.app.landings import GONE, landings_doc, landings_summary, landings_text
 from kubectl_desched.app.loading import Loaded, load
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
 from kubectl_desched.app.text import error, plan_text, results_summary, warn
-from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.quantity import fmt_pct
-from kubectl_desched.options import Options
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import Painter, color_enabled, document, node_rows
-from kubectl_desched.report import Report
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.term import pager
+from kubectl_desched.ui.confirm import NotConfirmed, ask
+from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
+from kubectl_desched.ui.plan_view import Painter, color_enabled, document, node_rows
+from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
     from kubectl_desched.evictors.execute import Runner

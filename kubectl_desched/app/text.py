@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kubectl_desched.app.options import OutputOptions
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.options import OutputOptions
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.ui.plan_view import Painter, candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 
 if TYPE_CHECKING:
     from kubectl_desched.app.loading import Loaded

@@ -18,13 +18,13 @@ from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duration
 from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.model.podmigrationjob import JOB_MODES
-from kubectl_desched.output import check_format, check_sort_by
 from kubectl_desched.sanitize import shown
+from kubectl_desched.ui.formats import check_format, check_sort_by
 
 # The parsed groups' types are imported where a command runs: their dozen frozen dataclasses take a few
 # milliseconds to build, which `version`, `--help` and a completion request do not need.
 if TYPE_CHECKING:
-    from kubectl_desched.options import (
+    from kubectl_desched.app.options import (
         ActOptions,
         ClusterAccess,
         MigrationOptions,
@@ -63,8 +63,8 @@ CONNECTION = ("server", "token", "certificate_authority", "client_certificate", 
 
 
 def _access(v: dict[str, Any]) -> ClusterAccess:
+    from kubectl_desched.app.options import ClusterAccess
     from kubectl_desched.kube.overrides import ConnectionFlags
-    from kubectl_desched.options import ClusterAccess
 
     files = tuple(v["from_files"])
     if any(not f.strip() for f in files):
@@ -125,7 +125,7 @@ cluster_access = OptionGroup("access", [
 
 
 def _scope(v: dict[str, Any]) -> ScopeOptions:
-    from kubectl_desched.options import ScopeOptions
+    from kubectl_desched.app.options import ScopeOptions
 
     return ScopeOptions(
         namespaces=checks.names("-n/--namespace", v["namespaces"], dns1123_label_problem),
@@ -156,7 +156,7 @@ scope = OptionGroup("scope", [
 
 
 def _migration(v: dict[str, Any]) -> MigrationOptions | None:
-    from kubectl_desched.options import MigrationOptions
+    from kubectl_desched.app.options import MigrationOptions
 
     if v["evictor"] != "migration":
         for flag in ("migration_mode", "migration_ttl", "no_wait"):
@@ -177,7 +177,7 @@ def _migration(v: dict[str, Any]) -> MigrationOptions | None:
 
 
 def _acting(v: dict[str, Any]) -> ActOptions:
-    from kubectl_desched.options import DEFAULT_TIMEOUT, ActOptions
+    from kubectl_desched.app.options import DEFAULT_TIMEOUT, ActOptions
 
     return ActOptions(
         yes=v["yes"], dry_run=v["dry_run"],
@@ -227,7 +227,7 @@ acting = OptionGroup("acting", [
 
 
 def _output(v: dict[str, Any]) -> OutputOptions:
-    from kubectl_desched.options import OutputOptions
+    from kubectl_desched.app.options import OutputOptions
 
     return OutputOptions(check_format(v["output"]), not v["no_pager"], v["no_headers"], check_sort_by(v["sort_by"]),
                          v["show_labels"])
@@ -250,7 +250,7 @@ output = OptionGroup("output", [
 def options(access: ClusterAccess, scope: ScopeOptions, output: OutputOptions,
             acting: ActOptions | None = None) -> Options:
     """One command's options; the first -n is also kubectl's namespace override, as kubectl reads it."""
-    from kubectl_desched.options import ActOptions, Options
+    from kubectl_desched.app.options import ActOptions, Options
 
     access = replace(access, namespace=scope.namespaces[0] if scope.namespaces else None)
     return Options(access, scope, acting or ActOptions(), output.format, output.pager, output)

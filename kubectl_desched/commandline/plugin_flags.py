@@ -18,8 +18,8 @@ from kubectl_desched.framework.flags import Flag, Integer, Switch
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 if TYPE_CHECKING:  # imported where used: `version`, `--help` and completion start without the policy modules
+    from kubectl_desched.framework.policy_decoder import Policy
     from kubectl_desched.framework.registry import PluginSpec, Registry
-    from kubectl_desched.policy import Policy
 
 DEFAULT_EVICTOR = "DefaultEvictor"
 LIMITS = {"max_pods_per_node": "maxNoOfPodsToEvictPerNode", "max_pods_per_namespace": "maxNoOfPodsToEvictPerNamespace",
@@ -183,8 +183,8 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     """--policy (with --policy-patch), or the one-profile policy the plugin flags describe. With only_point
     (the balance and deschedule commands) a --plugin must have that extension point: `balance --plugin
     PodLifeTime` names the command that runs it instead of quietly running a Deschedule plugin."""
-    from kubectl_desched.policy import apply_patch, decode_policy, policy_from_plugins
-    from kubectl_desched.policyfile import load_policy, patch_text
+    from kubectl_desched.app.policy_files import load_policy, patch_text
+    from kubectl_desched.framework.policy_decoder import apply_patch, decode_policy, policy_from_plugins
 
     if flags.policy_file:
         given = [*(["--plugin"] if flags.plugins else []), *(["--args"] if flags.plugin_args else []), *flags.values]

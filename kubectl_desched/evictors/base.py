@@ -18,7 +18,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 if TYPE_CHECKING:
-    from kubectl_desched.render import Painter
+    from kubectl_desched.ui.plan_view import Painter
 
 # Outcomes that do not make the exit code 1. Anything else (blocked, changed, moved, forbidden, failed,
 # unknown, interrupted, ...) is a confirmed action that did not happen as asked, or may not have.

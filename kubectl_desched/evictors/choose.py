@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from kubectl_desched.evictors.base import PodEvictor
 
 if TYPE_CHECKING:
+    from kubectl_desched.app.options import ActOptions
     from kubectl_desched.evictors.eviction_api import Progress
     from kubectl_desched.kube.config import Connection
-    from kubectl_desched.options import ActOptions
 
 Say = Callable[[str], None]
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
     from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
-    from kubectl_desched.render import Painter
+    from kubectl_desched.ui.plan_view import Painter
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))

@@ -11,7 +11,7 @@ from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.migration_jobs import MAX_BACKOFF_SECONDS, SCAVENGE_AFTER_TTL_SECONDS, JobTrack
 from kubectl_desched.model.durations import format_duration
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 
 def phase_line(t: JobTrack) -> str:

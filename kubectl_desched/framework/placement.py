@@ -21,15 +21,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kubectl_desched.model.label_selectors import Matcher, label_selector
-from kubectl_desched.model.objects import Node, Pod, Taint
-from kubectl_desched.model.state import ClusterState
-from kubectl_desched.scheduling import (
+from kubectl_desched.framework.predicates import (
     pod_matches_node_selector,
     preferred_node_affinity_terms,
     preferred_node_affinity_weight,
     required_anti_affinity_terms,
 )
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.objects import Node, Pod, Taint
+from kubectl_desched.model.state import ClusterState
 
 if TYPE_CHECKING:
     from kubectl_desched.framework.plan import Candidate

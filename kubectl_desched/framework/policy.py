@@ -1,5 +1,5 @@
 """A decoded policy: profiles of configured plugins, the eviction limits, and where it came from. The types only:
-policy.py decodes them, policyfile.py reads the files, framework/runner.py runs them."""
+policy.py decodes them, app/policy_files.py reads the files, framework/runner.py runs them."""
 
 from __future__ import annotations
 

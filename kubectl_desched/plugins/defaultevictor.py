@@ -11,10 +11,10 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import EvictorPlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, LabelSelectorArg, decode_args
 from kubectl_desched.framework.flags import INT32_MAX, CliSurface, DurationText, Flag, Integer
+from kubectl_desched.framework.predicates import why_not_node_fit
 from kubectl_desched.model.durations import parse_time
 from kubectl_desched.model.label_selectors import parse_selector
 from kubectl_desched.model.objects import SYSTEM_CRITICAL_PRIORITY, Pod
-from kubectl_desched.scheduling import why_not_node_fit
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"

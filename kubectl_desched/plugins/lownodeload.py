@@ -17,6 +17,7 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Duration, IncludeExclude, LabelSelectorArg
 from kubectl_desched.framework.flags import CliSurface
+from kubectl_desched.framework.predicates import pod_matches_node_selector, pod_tolerates_taint
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model.durations import parse_time
 from kubectl_desched.model.metrics import KOORD_NODE_METRIC, NodeMetricView, koordinator_node_metrics
@@ -24,7 +25,6 @@ from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.plugins import koordinator as koord
 from kubectl_desched.plugins import nodeutilization as nu
-from kubectl_desched.scheduling import pod_matches_node_selector, pod_tolerates_taint
 
 Thresholds = dict[str, float]
 

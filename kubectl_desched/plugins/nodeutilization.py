@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubectl_desched.framework.flags import Flag, Integer, Percentages
+from kubectl_desched.framework.predicates import pod_tolerates_taint
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins.podorder import eviction_order
-from kubectl_desched.scheduling import pod_tolerates_taint
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
 

@@ -24,8 +24,8 @@ from typing import Any
 from kubectl_desched.framework import BalancePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import Namespaces
 from kubectl_desched.framework.flags import CliSurface
+from kubectl_desched.framework.predicates import node_selector_mismatch, pod_tolerates_taint
 from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.scheduling import node_selector_mismatch, pod_tolerates_taint
 
 # (namespace, owner kind, owner name, images sorted and joined with "#")
 GroupKey = tuple[str, str, str, str]

@@ -21,14 +21,14 @@ from typing import Any
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.plugins.podorder import eviction_order
-from kubectl_desched.scheduling import (
+from kubectl_desched.framework.predicates import (
     anti_affinity_matcher,
     anti_affinity_namespaces,
     describe_label_selector,
     required_anti_affinity_terms,
 )
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.plugins.podorder import eviction_order
 
 _NONE: dict[int, Pod] = {}
 

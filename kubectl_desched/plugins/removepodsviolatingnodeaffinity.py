@@ -15,14 +15,14 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.scheduling import (
+from kubectl_desched.framework.predicates import (
     first_fitting_node,
     has_required_node_affinity,
     node_selector_mismatch,
     preferred_node_affinity_terms,
     preferred_node_affinity_weight,
 )
+from kubectl_desched.model.objects import Node, Pod
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

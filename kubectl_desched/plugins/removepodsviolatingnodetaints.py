@@ -11,8 +11,8 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, LandingView, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface
+from kubectl_desched.framework.predicates import pod_tolerates_taint
 from kubectl_desched.model.objects import Node, Pod, Taint
-from kubectl_desched.scheduling import pod_tolerates_taint
 
 
 @dataclass

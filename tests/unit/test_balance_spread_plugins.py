@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry, decode_args
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Pod, node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
@@ -21,7 +21,7 @@ from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import 
     RemovePodsViolatingTopologySpreadConstraint,
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )
-from kubectl_desched.policy import decode_policy, policy_from_plugins
+from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds

@@ -542,7 +542,7 @@ def test_ctrl_c_sigterm_and_sighup_at_the_prompt_exit_128_plus_n_with_the_report
             os.kill(os.getpid(), _s)  # the handler raises out of click's input(), as on a terminal
             time.sleep(1)
             return "a"
-        monkeypatch.setattr("kubectl_desched.confirm.stdin_is_tty", lambda: True)
+        monkeypatch.setattr("kubectl_desched.ui.confirm.stdin_is_tty", lambda: True)
         monkeypatch.setattr("click.prompt", prompt)
         report = tmp_path / f"{sig}.json"
         got, _out, err = run_cli(monkeypatch, capsys, "--report", str(report))
@@ -558,7 +558,7 @@ def test_ctrl_c_sigterm_and_sighup_at_the_prompt_exit_128_plus_n_with_the_report
 def test_eof_at_the_prompt_is_still_not_confirmed(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                                   fake_cluster: Callable[..., FakeApi]) -> None:
     fake_cluster(["web-0"])
-    monkeypatch.setattr("kubectl_desched.confirm.stdin_is_tty", lambda: True)
+    monkeypatch.setattr("kubectl_desched.ui.confirm.stdin_is_tty", lambda: True)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # Ctrl-D: no answer, which is a "no"
     code, _out, _err = run_cli(monkeypatch, capsys)
     assert code == app.EXIT_NOT_CONFIRMED
@@ -622,7 +622,8 @@ def test_by_default_the_plan_keeps_what_the_budget_would_refuse(
 
 PROMPT_SCRIPT = """
 import sys
-from kubectl_desched import confirm, interrupts
+from kubectl_desched import interrupts
+from kubectl_desched.ui import confirm
 from tests.unit.test_eviction_safety import cand
 with interrupts.raising():
     try:

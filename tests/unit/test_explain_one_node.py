@@ -11,12 +11,12 @@ import pytest
 
 from kubectl_desched import app, cli
 from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
-from kubectl_desched.explain import explain_node_doc, explain_node_text
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import Scope, needs_whole_cluster, run
 from kubectl_desched.kube import live
 from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.policy import Policy
+from kubectl_desched.ui.explain import explain_node_doc, explain_node_text
 from tests import builders as b
 from tests.unit.test_hostile_server import PDBS, PODS, FakeAPI, _conn, run_main
 

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 
 from kubectl_desched import cli
 from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
-from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.policy import Policy
+from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from tests import builders as b
 
 DEMO = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")

@@ -8,8 +8,8 @@ import pytest
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
 from tests import builders as b
 
 CPU_PODS_30 = {"thresholds": {"cpu": 30, "pods": 30}}

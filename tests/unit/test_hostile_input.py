@@ -473,7 +473,7 @@ def test_no_kubeconfig_error_shows_a_credential(workdir: Path, monkeypatch: pyte
 
 
 def test_the_readme_states_the_limits_in_force() -> None:
-    from kubectl_desched import policy
+    from kubectl_desched.framework import policy_decoder as policy
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("### Reliability: hostile files and flags"):]
     section = section[:section.index("\n## ")]

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from kubectl_desched.errors import ConfigError, DeschedError
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.koordinator import priority_class, qos_class, raw_allocatable
-from kubectl_desched.policy import decode_policy, policy_from_plugins
+from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream
 

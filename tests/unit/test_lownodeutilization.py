@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.explain import Verdicts, explain_node_doc, explain_node_text
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, considered_nodes, run
 from kubectl_desched.model.label_selectors import parse_selector
 from kubectl_desched.model.objects import Pod
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_table
+from kubectl_desched.ui.explain import Verdicts, explain_node_doc, explain_node_text
+from kubectl_desched.ui.plan_view import Painter, candidates_table, node_rows, nodes_table
 from tests import builders as b
 from tests.builders import as_upstream
 

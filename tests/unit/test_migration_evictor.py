@@ -31,12 +31,12 @@ from kubectl_desched.evictors.migration_jobs import (
 )
 from kubectl_desched.evictors.migration_render import phase_line, summary_rows
 from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.framework.policy_decoder import decode_policy
 from kubectl_desched.kube import live
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.model.durations import format_duration
 from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import decode_policy
 from tests import builders as b
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_desched import output
 from kubectl_desched.errors import UsageError
+from kubectl_desched.ui import formats as output
 
 DOC = {"kind": "Plan", "candidates": [
     {"namespace": "shop", "pod": "web-1", "node": "n1", "priority": 5, "labels": {"app": "web"}},

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from kubectl_desched import app
+from kubectl_desched.app.options import ClusterAccess, Options, ScopeOptions
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.options import ClusterAccess, Options, ScopeOptions
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
 from tests import builders as b
 from tests.builders import as_upstream
 

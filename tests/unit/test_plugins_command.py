@@ -34,7 +34,7 @@ def test_table_lists_every_in_tree_plugin_with_points_origin_and_args() -> None:
 
 
 def test_flow_style_values() -> None:
-    from kubectl_desched.pluginstable import flow
+    from kubectl_desched.ui.plugins_table import flow
 
     assert flow({"cpu": 20.0, "memory": 12.5, "on": True, "x": None}) == "{cpu: 20, memory: 12.5, on: true, x: unset}"
     assert flow(["Pending", "", "a b", "true"]) == '[Pending, "", "a b", "true"]'

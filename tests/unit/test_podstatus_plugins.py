@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Pod, pod_from_json
 from kubectl_desched.model.state import ClusterState
@@ -22,7 +22,7 @@ from kubectl_desched.plugins.podlifetime import PodLifeTime
 from kubectl_desched.plugins.podstatus import human_duration
 from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
 from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
-from kubectl_desched.policy import decode_policy, policy_from_plugins
+from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_desched.app.policy_files import load_policy, patch_text
 from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.framework.policy_decoder import Policy, apply_patch, decode_policy, policy_from_plugins
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.defaultevictor import DefaultEvictorArgs
 from kubectl_desched.plugins.lownodeutilization import LowNodeUtilizationArgs
 from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
-from kubectl_desched.policy import Policy, apply_patch, decode_policy, policy_from_plugins
-from kubectl_desched.policyfile import load_policy, patch_text
 
 API = "descheduler/v1alpha2"
 LNU_ARGS = {"thresholds": {"cpu": 20, "memory": 20}, "targetThresholds": {"cpu": 50, "memory": 60}}

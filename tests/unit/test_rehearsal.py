@@ -11,10 +11,10 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched.cli import cli
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.rehearsal import after_moves, rehearse
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
 from tests import builders as b
 
 LNU = "LowNodeUtilization"

@@ -27,7 +27,7 @@ from kubectl_desched.evictors.workloads import Readiness, Workload
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.model.objects import pod_from_json
-from kubectl_desched.report import Report, check_writable
+from kubectl_desched.ui.report import Report, check_writable
 from tests import builders as b
 
 

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubectl_desched import confirm, selector
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.objects import pod_from_json
-from kubectl_desched.selection import Selection, details
+from kubectl_desched.ui import confirm
+from kubectl_desched.ui import picker as selector
+from kubectl_desched.ui.picker_state import Selection, details
 from tests.builders import pod
 
 

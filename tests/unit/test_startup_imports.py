@@ -41,11 +41,11 @@ def test_no_kubernetes_client_at_start(args: list[str]) -> None:
 # the policy readers, yaml, the parsed option types.
 _FRAMEWORK = ("kubectl_desched.model.objects", "msgspec", "kubectl_desched.plugins",
               "kubectl_desched.framework.registry", "importlib.metadata",
-              "kubectl_desched.policy", "kubectl_desched.policyfile",
-              "yaml", "kubectl_desched.options")
-_RUN_ONLY = ("kubectl_desched.policy", "kubectl_desched.policyfile",
+              "kubectl_desched.framework.policy_decoder", "kubectl_desched.app.policy_files",
+              "yaml", "kubectl_desched.app.options")
+_RUN_ONLY = ("kubectl_desched.framework.policy_decoder", "kubectl_desched.app.policy_files",
              "kubectl_desched.kube.snapshot", "yaml", "jsonpatch",
-             "kubectl_desched.options")
+             "kubectl_desched.app.options")
 
 
 @pytest.mark.parametrize("args", [["version"], ["--help"]])

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.execute import Pacing, Runner, Tick
-from kubectl_desched.statusline import CLEAR, StatusLine
+from kubectl_desched.ui.statusline import CLEAR, StatusLine
 from tests.unit.test_eviction_safety import cand
 
 

@@ -10,9 +10,17 @@ from typing import Any
 import pytest
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework import PluginSpec, Registry
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
+from kubectl_desched.framework.predicates import (
+    anti_affinity_matcher,
+    anti_affinity_namespaces,
+    describe_label_selector,
+    required_anti_affinity_terms,
+    same_topology,
+    toleration_tolerates,
+)
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Taint, Toleration
 from kubectl_desched.model.state import ClusterState
@@ -21,15 +29,7 @@ from kubectl_desched.plugins.podorder import eviction_order
 from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
 from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
 from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
-from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.scheduling import (
-    anti_affinity_matcher,
-    anti_affinity_namespaces,
-    describe_label_selector,
-    required_anti_affinity_terms,
-    same_topology,
-    toleration_tolerates,
-)
+from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream
 from tests.scaling import assert_grows_linearly, cpu_seconds

@@ -1,7 +1,7 @@
 """The policy decoder: upstream's DeschedulerPolicy and Koordinator's DeschedulerConfiguration (both
-descheduler/v1alpha2), decoded into profiles of configured plugins (the types: framework/policy.py; reading files:
-policyfile.py). Errors name the file and the field path. Flags are turned into a DeschedulerPolicy too, so one path
-validates everything."""
+descheduler/v1alpha2), decoded into profiles of configured plugins (the types: framework/policy.py; reading
+files: app/policy_files.py). Errors name the file and the field path. Flags are turned into a DeschedulerPolicy
+too, so one path validates everything."""
 
 from __future__ import annotations
 

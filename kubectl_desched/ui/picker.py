@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.selection import Line, Selection, details
+from kubectl_desched.ui.picker_state import Line, Selection, details
 
 if TYPE_CHECKING:
     from prompt_toolkit.application import Application

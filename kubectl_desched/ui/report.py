@@ -17,9 +17,9 @@ from kubectl_desched.errors import UsageError
 from kubectl_desched.evictors.base import EvictionResult, now, timestamp
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import candidate_doc, result_doc
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import redact
+from kubectl_desched.ui.plan_view import candidate_doc, result_doc
 
 
 def check_writable(path: str) -> None:

@@ -1,4 +1,4 @@
-"""Ask before anything is evicted. On a terminal that can draw full screen, the selector (selector.py); otherwise
+"""Ask before anything is evicted. On a terminal that can draw full screen, the selector (ui/picker.py); otherwise
 line prompts: all, pod by pod, or nothing. Either way a final question names what will be sent."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import click
 
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.selection import Selection
+from kubectl_desched.ui.picker_state import Selection
 
 Destination = Callable[[Candidate], str | None]
 
@@ -27,7 +27,7 @@ def ask(candidates: list[Candidate], destination: Destination | None = None) -> 
     "all" or "select" (some of them)."""
     if not stdin_is_tty():
         raise NotConfirmed("standard input is not a terminal: pass --yes to evict, or --dry-run=client to preview")
-    from kubectl_desched import selector
+    from kubectl_desched.ui import picker as selector
 
     if selector.can_open():
         return _on_screen(candidates, destination)
@@ -46,7 +46,7 @@ def _how(chosen: list[Candidate], candidates: list[Candidate]) -> str:
 
 
 def _on_screen(candidates: list[Candidate], destination: Destination | None) -> tuple[list[Candidate], str]:
-    from kubectl_desched import selector
+    from kubectl_desched.ui import picker as selector
 
     selection = Selection(candidates)
     if not selector.run(selection, destination):

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
+from kubectl_desched.framework.predicates import why_not_node_fit
 from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.scheduling import why_not_node_fit
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 
 class Verdicts:

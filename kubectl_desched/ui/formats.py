@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kubectl_desched.errors import UsageError
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 TEMPLATED = ("jsonpath=", "jsonpath-as-json=", "custom-columns=")

@@ -14,9 +14,9 @@ from kubectl_desched.framework.placement import Placement, node_warnings
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct, format_resource
-from kubectl_desched.output import LazyItems
-from kubectl_desched.output import sort_key as output_order
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui.formats import LazyItems
+from kubectl_desched.ui.formats import sort_key as output_order
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}

@@ -8,9 +8,9 @@ from typing import Any
 from kubectl_desched import safeload
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.policy import Policy
+from kubectl_desched.framework.policy_decoder import apply_patch, decode_policy
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.kube.snapshot import read_text
-from kubectl_desched.policy import apply_patch, decode_policy
 
 
 def read_policy_file(path: str) -> dict[str, Any]:

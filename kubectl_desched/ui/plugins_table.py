@@ -10,7 +10,7 @@ from typing import Any
 
 from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.registry import Registry
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
 
