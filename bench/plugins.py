@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import clustergen
 
-from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy
+from kubectl_desched.cli.plugin_flags import PluginFlags, build_policy
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.registry import PluginSpec, Registry

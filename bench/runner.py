@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubectl_desched.evictors import execute  # noqa: E402
 from kubectl_desched.evictors.base import EvictionResult  # noqa: E402
-from kubectl_desched.evictors.workloads import Readiness, Workload  # noqa: E402
+from kubectl_desched.evictors.readiness import Readiness, Workload  # noqa: E402
 
 PER_WORKLOAD = 10
 

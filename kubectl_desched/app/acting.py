@@ -37,7 +37,7 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
             quiet: bool) -> tuple[Runner, StatusLine | None]:
     from kubectl_desched.evictors.events import EventRecorder
     from kubectl_desched.evictors.execute import Pacing, Runner
-    from kubectl_desched.evictors.workloads import WorkloadReader
+    from kubectl_desched.evictors.readiness import WorkloadReader
 
     # On a terminal one progress line is redrawn on stderr. Each pod's result is printed once: in the results table
     # when stdout shows up where stderr does (both terminals, or one log with 2>&1), else also as it comes.

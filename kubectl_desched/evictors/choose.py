@@ -35,9 +35,9 @@ def _eviction_api(acting: ActOptions, b: Build) -> PodEvictor:
 
 
 def _migration(acting: ActOptions, b: Build) -> PodEvictor:
-    from kubectl_desched.evictors.migration import MigrationEvictor
-    from kubectl_desched.evictors.migration_jobs import profile_settings
-    from kubectl_desched.evictors.migration_render import phase_line
+    from kubectl_desched.evictors.migration.evictor import MigrationEvictor
+    from kubectl_desched.evictors.migration.jobs import profile_settings
+    from kubectl_desched.evictors.migration.text import phase_line
     migration = acting.migration
     assert migration is not None
     settings = profile_settings(b.profiles, migration.mode, migration.ttl, acting.grace_period)

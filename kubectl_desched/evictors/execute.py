@@ -22,7 +22,7 @@ import urllib3
 from kubectl_desched.evictors.base import EvictionResult, PodEvictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
 from kubectl_desched.evictors.pool import DaemonPool
-from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
+from kubectl_desched.evictors.readiness import Readiness, Workload, WorkloadReader, owner_permissions
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import handling, signal_name
 from kubectl_desched.kube.access import missing_permissions

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli, main
+from kubectl_desched.cli.main import cli, main
 from kubectl_desched.errors import DeschedError, UsageError
 from tests import builders as b
 
@@ -145,7 +145,7 @@ def test_main_bad_input_is_one_line(workdir: Path, args: list[str], code: int, f
 def test_server_urls_are_checked_as_client_go_takes_them_and_never_echoed(workdir: Path) -> None:
     """A URL client-go would take passes (a bare host[:port] too); a refused one is not quoted: it may hold a
     password."""
-    from kubectl_desched.commandline import checks
+    from kubectl_desched.cli import checks
 
     for fine in ("api:6443", "10.0.0.1", "https://[::1]:6443/prefix", "HTTP://api"):
         assert checks.server_url(fine) == fine

@@ -22,7 +22,8 @@ from tests.builders import cluster, node, pod
 # the collector is on. "unpaused" calls it with the pause taken out: the control.
 _RUN = """
 import atexit, gc, sys
-from kubectl_desched import collector, launch
+from kubectl_desched import collector
+from kubectl_desched.cli import launch
 if sys.argv[1] == "unpaused":
     collector.pause_for_start = lambda: None
 runs = []

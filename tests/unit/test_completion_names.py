@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched import completion, shellcomplete
+from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli import completion as shellcomplete
+from kubectl_desched.cli.main import cli
 from kubectl_desched.kube import live
 
 NAMES = [f"node-{i:04d}" for i in range(1200)]  # well past a first page of 500
@@ -40,7 +42,7 @@ def complete(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     monkeypatch.setattr(live, "request_raw", server)
     monkeypatch.setattr(completion, "_access", lambda _ctx: object())
     monkeypatch.setattr(sys, "argv", ["kubectl_complete-desched", *words])
-    shellcomplete.kubectl_main()
+    shellcomplete.kubectl_main(cli)
     return capsys.readouterr().out.splitlines(), asked
 
 

@@ -128,7 +128,7 @@ def test_field_selector_narrows_the_candidates_not_the_nodes_counts(tmp_path: Pa
     import yaml
     from click.testing import CliRunner
 
-    from kubectl_desched.cli import cli
+    from kubectl_desched.cli.main import cli
     from tests import builders as b
 
     failed = [b.with_status(b.pod(name, node), phase="Failed") for name, node in (("a", "n1"), ("b", "n2"),
@@ -388,7 +388,7 @@ def test_a_bare_host_without_tls_settings_is_refused_with_a_credential(
     ("https://api:6443/p\ra", "must not contain line breaks or control characters"),
 ])
 def test_server_flag_mistakes_found_with_client_gos_rules(server: str, message: str) -> None:
-    from kubectl_desched.commandline import checks
+    from kubectl_desched.cli import checks
 
     with pytest.raises(UsageError) as info:
         checks.server_url(server)

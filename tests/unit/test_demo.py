@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 
 DEMO = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy, default_plugins
+from kubectl_desched.cli.plugin_flags import PluginFlags, build_policy, default_plugins
 from kubectl_desched.errors import UsageError
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.plugins.podlifetime import PodLifeTime

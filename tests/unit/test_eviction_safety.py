@@ -22,10 +22,11 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_desched import app, cli, interrupts
+from kubectl_desched import app, interrupts
 from kubectl_desched.app import landings as _landings  # noqa: F401  (app imports its parts on first use)
 from kubectl_desched.app import loading as _loading  # noqa: F401
 from kubectl_desched.app.text import results_summary
+from kubectl_desched.cli import main as cli
 from kubectl_desched.evictors import eviction_api
 from kubectl_desched.evictors.base import EvictionResult, Stop, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor, eviction_body, server_words

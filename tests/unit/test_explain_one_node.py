@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched import app, cli
-from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
+from kubectl_desched import app
+from kubectl_desched.cli import main as cli
+from kubectl_desched.cli.plugin_flags import build_policy, default_plugins, registry
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import Scope, needs_whole_cluster, run
 from kubectl_desched.kube import live

@@ -9,8 +9,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from kubectl_desched import cli
-from kubectl_desched.commandline.plugin_flags import build_policy, default_plugins, registry
+from kubectl_desched.cli import main as cli
+from kubectl_desched.cli.plugin_flags import build_policy, default_plugins, registry
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import Scope, run

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched import app, cli
+from kubectl_desched import app
 from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
-from kubectl_desched.commandline.checks import Count, pod_reference
-from kubectl_desched.commandline.groups import acting
+from kubectl_desched.cli import main as cli
+from kubectl_desched.cli.checks import Count, pod_reference
+from kubectl_desched.cli.groups import acting
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import live
 from kubectl_desched.model.durations import MAX_DURATION_SECONDS

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.framework.placement import Destination
 from kubectl_desched.framework.plan import EvictionPlan, Limits
 from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins

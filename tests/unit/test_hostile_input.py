@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_desched import cli, safeload
+from kubectl_desched import safeload
+from kubectl_desched.cli import main as cli
 from tests import builders as b
 
 REPO = Path(__file__).resolve().parents[2]

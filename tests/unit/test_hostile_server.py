@@ -22,8 +22,9 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_desched import app, cli
+from kubectl_desched import app
 from kubectl_desched.app import loading as _loading  # noqa: F401  (app imports its parts on first use)
+from kubectl_desched.cli import main as cli
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import access, live
 from kubectl_desched.kube.config import Connection
@@ -371,7 +372,7 @@ def peak():
     with open("/proc/self/status") as f, open("peak", "w") as out:
         out.write(re.search(r"VmHWM:\\s*(\\d+) kB", f.read()).group(1))
 atexit.register(peak)
-from kubectl_desched.cli import main
+from kubectl_desched.cli.main import main
 main()
 """
 _KILL_ABOVE = 1 << 30  # an unbounded read would take the machine's memory: stop it well before

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.evictors.migration import MigrationEvictor
-from kubectl_desched.evictors.migration_follow import Follower
-from kubectl_desched.evictors.migration_jobs import (
+from kubectl_desched.evictors.migration.evictor import MigrationEvictor
+from kubectl_desched.evictors.migration.follow import Follower
+from kubectl_desched.evictors.migration.jobs import (
     JobSettings,
     JobTrack,
     blocking_job,
@@ -29,7 +29,7 @@ from kubectl_desched.evictors.migration_jobs import (
     job_status,
     profile_settings,
 )
-from kubectl_desched.evictors.migration_render import phase_line, summary_rows
+from kubectl_desched.evictors.migration.text import phase_line, summary_rows
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.framework.policy_decoder import decode_policy
 from kubectl_desched.kube import live

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from tests.oracle.cases import CASES_DIR, Case, all_cases, as_snapshot
 from tests.oracle.upstream import parse_cycles
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from tests.oracle.cases import KOORD_CASES_DIR, Case, as_snapshot, koord_cases
 from tests.oracle.koord import config_for, parse_log
 

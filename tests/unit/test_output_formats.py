@@ -78,7 +78,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
     from click.testing import CliRunner
 
-    from kubectl_desched.cli import cli
+    from kubectl_desched.cli.main import cli
 
     demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
     result = CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "--no-pager", *args])

@@ -175,7 +175,7 @@ def test_the_plan_shows_destinations_landings_and_warnings(tmp_path: Any, monkey
 
     from click.testing import CliRunner
 
-    from kubectl_desched.cli import cli
+    from kubectl_desched.cli.main import cli
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")

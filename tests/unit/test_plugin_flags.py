@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched import plugins
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, PluginArgs, PluginSpec, Registry
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer

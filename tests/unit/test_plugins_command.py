@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.plugins import in_tree_registry
 
 

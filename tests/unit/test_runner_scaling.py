@@ -12,7 +12,7 @@ from typing import Any
 
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.execute import Pacing, Runner
-from kubectl_desched.evictors.workloads import Readiness, Workload
+from kubectl_desched.evictors.readiness import Readiness, Workload
 
 
 class Instant:

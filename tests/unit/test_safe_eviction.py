@@ -23,7 +23,7 @@ from kubectl_desched.evictors import eviction_api, execute
 from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor
 from kubectl_desched.evictors.execute import Pacing, Runner
-from kubectl_desched.evictors.workloads import Readiness, Workload
+from kubectl_desched.evictors.readiness import Readiness, Workload
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.model.objects import pod_from_json

@@ -253,7 +253,7 @@ def test_a_header_counts_its_whole_group_while_a_filter_hides_some() -> None:
 
 SELECTOR_SCRIPT = """
 import os, sys
-from kubectl_desched import cli
+from kubectl_desched.cli import main as cli
 from kubectl_desched.app import loading
 from kubectl_desched.kube import live
 from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, _conn

@@ -24,7 +24,7 @@ def imported_by(args: list[str], env: dict[str, str] | None = None) -> set[str]:
                          capture_output=True, text=True, timeout=60, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
-    assert "kubectl_desched.cli" in imported  # the importtime output was read
+    assert "kubectl_desched.cli.main" in imported  # the importtime output was read
     return imported
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.results import results_table
 from kubectl_desched.framework.plan import Candidate

@@ -8,7 +8,7 @@ from kubectl_desched import collector
 def main() -> None:
     """kubectl-desched"""
     collector.pause_for_start()
-    from kubectl_desched.cli import main as cli_main
+    from kubectl_desched.cli.main import main as cli_main
 
     cli_main()
 
@@ -16,6 +16,7 @@ def main() -> None:
 def complete() -> None:
     """kubectl_complete-desched: what kubectl (1.26 and later) runs for `kubectl desched <TAB>`."""
     collector.pause_for_start()
-    from kubectl_desched.shellcomplete import kubectl_main
+    from kubectl_desched.cli.completion import kubectl_main
+    from kubectl_desched.cli.main import cli
 
-    kubectl_main()
+    kubectl_main(cli)

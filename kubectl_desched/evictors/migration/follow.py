@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
-from kubectl_desched.evictors.migration_jobs import CREATOR, JOBS_PATH, MANAGED_BY, RUN_LABEL
+from kubectl_desched.evictors.migration.jobs import CREATOR, JOBS_PATH, MANAGED_BY, RUN_LABEL
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import TooLarge, answer_limit, bounded_timeout, request_json
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.migration import MigrationEvictor
+    from kubectl_desched.evictors.migration.evictor import MigrationEvictor
 
 
 class Follower(threading.Thread):

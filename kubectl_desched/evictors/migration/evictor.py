@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import urllib3
 
 from kubectl_desched.evictors.base import EvictionResult, default_live_line, now
-from kubectl_desched.evictors.migration_follow import Follower
-from kubectl_desched.evictors.migration_jobs import (
+from kubectl_desched.evictors.migration.follow import Follower
+from kubectl_desched.evictors.migration.jobs import (
     DUPLICATE_CACHE_SECONDS,
     FOLLOW_START_SECONDS,
     GROUP,
@@ -36,7 +36,7 @@ from kubectl_desched.evictors.migration_jobs import (
     require_served,
     same_pod,
 )
-from kubectl_desched.evictors.migration_render import job_doc, summary_table
+from kubectl_desched.evictors.migration.text import job_doc, summary_table
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.apierrors import api_exception

@@ -8,15 +8,13 @@ import sys
 
 import click
 
-from kubectl_desched.completion import COMPLETE_VAR, DEFAULT, NO_FILE_COMP, PROG
+from kubectl_desched.cli.completers import COMPLETE_VAR, DEFAULT, NO_FILE_COMP, PROG
 
 
-def kubectl_main() -> None:
+def kubectl_main(cli: click.Group) -> None:
     """`kubectl_complete-desched ARGS... WORD`: what kubectl runs to complete `kubectl desched ARGS... WORD`. Prints
     cobra's __complete answer: one candidate per line (value, tab, help), then `:DIRECTIVE`."""
     from click.shell_completion import ShellComplete
-
-    from kubectl_desched.cli import cli
 
     args = sys.argv[1:]
     if args[:1] == ["__complete"]:  # the cobra form, as some wrappers call it
@@ -36,11 +34,9 @@ def kubectl_main() -> None:
     print(f":{directive}")
 
 
-def script(shell: str) -> str:
+def script(cli: click.Group, shell: str) -> str:
     """The completion script for the standalone `kubectl-desched`, as click writes it for that program name."""
     from click.shell_completion import get_completion_class
-
-    from kubectl_desched.cli import cli
 
     kind = get_completion_class(shell)
     if kind is None:

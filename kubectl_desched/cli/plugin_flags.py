@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import completion
-from kubectl_desched.commandline import checks
-from kubectl_desched.commandline.help import EVICTOR_FILTERS, PLUGINS, option
+from kubectl_desched.cli import checks
+from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli.help import EVICTOR_FILTERS, PLUGINS, option
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.flags import Flag, Integer, Switch
 from kubectl_desched.sanitize import LINE_LIMIT, one_line

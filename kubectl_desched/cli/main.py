@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kubectl_desched import __version__, app, completion
-from kubectl_desched.commandline.checks import name, pod_reference
-from kubectl_desched.commandline.groups import acting, cluster_access, options, output, scope
-from kubectl_desched.commandline.help import command
-from kubectl_desched.commandline.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
+from kubectl_desched import __version__, app
+from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli.checks import name, pod_reference
+from kubectl_desched.cli.groups import acting, cluster_access, options, output, scope
+from kubectl_desched.cli.help import command
+from kubectl_desched.cli.plugin_flags import PluginFlags, PluginGroup, build_policy, default_plugins, registry
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.interrupts import Interrupted, leave
 from kubectl_desched.model.names import dns1123_subdomain_problem
@@ -167,8 +168,8 @@ def version(output: str) -> None:
 def completion_script(shell: str) -> None:
     """Print the completion script for the standalone kubectl-desched (kubectl desched completes through
     kubectl_complete-desched on PATH). E.g. source <(kubectl-desched completion bash)."""
-    from kubectl_desched.shellcomplete import script
-    click.echo(script(shell))
+    from kubectl_desched.cli.completion import script
+    click.echo(script(cli, shell))
 
 
 def error_line(message: object) -> str:
@@ -180,8 +181,8 @@ def error_line(message: object) -> str:
 def main() -> None:
     """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
     if sys.argv[1:2] == ["__complete"]:  # cobra's completion request, as kubectl_complete-desched makes it
-        from kubectl_desched.shellcomplete import kubectl_main
-        kubectl_main()
+        from kubectl_desched.cli.completion import kubectl_main
+        kubectl_main(cli)
         return
     try:
         cli.main(prog_name="kubectl desched", standalone_mode=False, complete_var=completion.COMPLETE_VAR)

@@ -1,6 +1,6 @@
 """Shell completion of values: the options and arguments that name things (nodes, pods, namespaces, kubeconfig
 contexts, plugins, files). The entry points (kubectl_complete-desched, `completion bash|zsh|fish`) are in
-shellcomplete.py, above the command line.
+cli/completion.py, above the command line.
 
 Live names cost one short request (2 s at most) and import the kubernetes client only then; completing commands
 and flags imports neither. The names come as the server's Table of the objects (as `kubectl get` prints them),

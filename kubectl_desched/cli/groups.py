@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
-from kubectl_desched import completion
-from kubectl_desched.commandline import checks
-from kubectl_desched.commandline.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
+from kubectl_desched.cli import checks
+from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duration
