@@ -26,9 +26,10 @@ from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term import pager
+from kubectl_desched.term.color import Painter, color_enabled
 from kubectl_desched.ui.confirm import NotConfirmed, ask
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
-from kubectl_desched.ui.plan_view import Painter, color_enabled, document, node_rows
+from kubectl_desched.ui.plan_view import document, node_rows
 from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
@@ -172,8 +173,8 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))
-        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view,
-                             advice_lines(advice)), opts.pager)
+        pager.show(plan_text(plan, policy, loaded.state.source, loaded.scope_text, nodes, paint,
+                             opts.output == "wide", placement, opts.view, advice_lines(advice)), opts.pager)
     for e in plan.errors:
         error(e)
 

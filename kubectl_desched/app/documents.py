@@ -9,7 +9,7 @@ import click
 from kubectl_desched import __version__
 from kubectl_desched.app.loading import Loaded
 from kubectl_desched.app.options import Options, OutputOptions
-from kubectl_desched.evictors.choose import evictor_name, settings_doc
+from kubectl_desched.evictors.choose import settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.ui import formats
@@ -61,7 +61,7 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
-        "evictor": evictor_name(acting),
+        "evictor": acting.evictor,
         "pacing": {"maxInFlight": acting.max_in_flight, "interval": acting.interval, "waitReady": acting.wait_ready,
                    "timeout": acting.timeout, "recordEvents": acting.record_events,
                    "gracePeriod": acting.grace_period},

@@ -15,8 +15,9 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
+from kubectl_desched.term.color import Painter
 from kubectl_desched.term.tables import plain_table
-from kubectl_desched.ui.plan_view import RESOURCES, Painter, node_rows, percent_of
+from kubectl_desched.ui.plan_view import RESOURCES, node_rows, percent_of
 
 if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection

@@ -1,5 +1,5 @@
 """What a command was asked to do, in typed groups: cluster access, scope, acting (and how its evictor works),
-output. commandline/ builds each from its own flags; app reads them. Nothing here parses text."""
+output. cli/groups.py builds each from its own flags; app reads them. Nothing here parses text."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from kubectl_desched.kube.overrides import ConnectionFlags
 
 if TYPE_CHECKING:  # the kubernetes client loads with kube.config: only for a command that connects
+    from kubectl_desched.evictors.migration.options import MigrationOptions
     from kubectl_desched.kube.config import KubeOptions
 
 DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
@@ -53,16 +54,6 @@ class ScopeOptions:
 
 
 @dataclass(frozen=True)
-class MigrationOptions:
-    """--evictor migration: Koordinator PodMigrationJobs instead of Evictions."""
-
-    mode: str | None = None  # None: the policy's MigrationController defaultJobMode, else ReservationFirst
-    ttl: float | None = None  # None: the policy's defaultJobTTL, else Koordinator's
-    wait: bool = True
-    timeout: float | None = None  # --timeout as given; None: the jobs' TTL decides
-
-
-@dataclass(frozen=True)
 class ActOptions:
     """Whether and how the confirmed candidates are evicted. The explain commands act on nothing: defaults."""
 
@@ -75,7 +66,8 @@ class ActOptions:
     timeout: float = DEFAULT_TIMEOUT  # per pod: retries on a PodDisruptionBudget; per wait: --wait-ready
     record_events: bool = False
     report: str | None = None
-    migration: MigrationOptions | None = None  # None: the Eviction API
+    evictor: str = "eviction"  # a key of evictors/choose.py's EVICTORS: --evictor
+    migration: MigrationOptions | None = None  # --evictor migration's settings
     wait_landing: bool = True  # after evicting, wait for the replacements to be bound and show where
     rounds: int = 1  # plan, confirm, evict, wait, read again: at most this many times
 

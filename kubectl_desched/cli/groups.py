@@ -14,6 +14,7 @@ from kubectl_desched.cli import checks
 from kubectl_desched.cli import completers as completion
 from kubectl_desched.cli.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.errors import UsageError
+from kubectl_desched.evictors.choose import EVICTORS
 from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duration
 from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
     from kubectl_desched.app.options import (
         ActOptions,
         ClusterAccess,
-        MigrationOptions,
         Options,
         OutputOptions,
         ScopeOptions,
     )
+    from kubectl_desched.evictors.migration.options import MigrationOptions
 
 T = TypeVar("T")
 
@@ -156,7 +157,7 @@ scope = OptionGroup("scope", [
 
 
 def _migration(v: dict[str, Any]) -> MigrationOptions | None:
-    from kubectl_desched.app.options import MigrationOptions
+    from kubectl_desched.evictors.migration.options import MigrationOptions
 
     if v["evictor"] != "migration":
         for flag in ("migration_mode", "migration_ttl", "no_wait"):
@@ -185,7 +186,7 @@ def _acting(v: dict[str, Any]) -> ActOptions:
         grace_period=None if v["grace_period"] == -1 else v["grace_period"],
         max_in_flight=v["max_in_flight"], interval=checks.duration("--interval", v["interval"]) or 0.0,
         wait_ready=v["wait_ready"], timeout=checks.duration("--timeout", v["timeout"], DEFAULT_TIMEOUT) or 0.0,
-        record_events=v["record_events"], report=checks.file_name("--report", v["report"]),
+        record_events=v["record_events"], report=checks.file_name("--report", v["report"]), evictor=v["evictor"],
         migration=_migration(v), wait_landing=not v["no_wait_landing"], rounds=v["rounds"])
 
 
@@ -209,8 +210,8 @@ acting = OptionGroup("acting", [
     option(ACTING, "--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
     option(ACTING, "--record-events", is_flag=True,
            help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
-    option(ACTING, "--evictor", type=click.Choice(["eviction", "migration"]), default="eviction", show_default=True,
-           help="eviction: the Eviction API; migration: create Koordinator PodMigrationJobs."),
+    option(ACTING, "--evictor", type=click.Choice(list(EVICTORS)), default=next(iter(EVICTORS)), show_default=True,
+           help="; ".join(f"{name}: {entry.help}" for name, entry in EVICTORS.items()) + "."),
     option(ACTING, "--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
            help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, else "
                 "ReservationFirst]."),

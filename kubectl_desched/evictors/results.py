@@ -10,7 +10,7 @@ from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term.tables import plain_table
 
 if TYPE_CHECKING:
-    from kubectl_desched.ui.plan_view import Painter
+    from kubectl_desched.term.color import Painter
 
 OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
                  "gone": "yellow", "terminating": "yellow", "conflict": "yellow", "blocked": "yellow",

@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable
 from typing import Any
-
-import click
 
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.placement import Placement, node_warnings
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct, format_resource
+from kubectl_desched.term.color import Painter
 from kubectl_desched.term.tables import plain_table
 from kubectl_desched.ui.formats import LazyItems
 from kubectl_desched.ui.formats import sort_key as output_order
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
-def color_enabled(stream: Any = None) -> bool:
-    stream = stream or sys.stdout
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
-
-
-class Painter:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, color: str | None, bold: bool = False) -> str:
-        if not self.enabled or (color is None and not bold):
-            return text
-        return click.style(text, fg=color, bold=bold)
-
-
 def _owner(pod: Pod) -> str:
     o = pod.controller
     return f"{o.kind}/{o.name}" if o else "<none>"

@@ -619,6 +619,18 @@ def test_by_default_the_plan_keeps_what_the_budget_would_refuse(
     assert not api.applied
 
 
+def test_the_report_names_the_evictor_as_the_flag_does(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        fake_cluster: Callable[..., FakeApi]) -> None:
+    """One name for the Eviction API evictor: what --evictor takes is what the report records."""
+    fake_cluster(["web-0"], allowed=1)
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli(monkeypatch, capsys, "--dry-run=server", "--yes", "--evictor", "eviction",
+                              "--report", str(report))
+    assert code == 0, err
+    assert json.loads(report.read_text())["evictor"] == "eviction"
+
+
 # ---------------------------------------------------------------- a real terminal prompt, real signals
 
 PROMPT_SCRIPT = """

@@ -36,8 +36,9 @@ from kubectl_desched.model.label_selectors import label_selector, parse_selector
 from kubectl_desched.model.quantity import parse_quantity
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
+from kubectl_desched.term.color import Painter
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
-from kubectl_desched.ui.plan_view import Painter, candidates_table, document, node_rows, nodes_table
+from kubectl_desched.ui.plan_view import candidates_table, document, node_rows, nodes_table
 from tests import builders as b
 
 REPO = Path(__file__).resolve().parents[2]

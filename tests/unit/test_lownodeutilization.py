@@ -14,8 +14,9 @@ from kubectl_desched.model.label_selectors import parse_selector
 from kubectl_desched.model.objects import Pod
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
+from kubectl_desched.term.color import Painter
 from kubectl_desched.ui.explain import Verdicts, explain_node_doc, explain_node_text
-from kubectl_desched.ui.plan_view import Painter, candidates_table, node_rows, nodes_table
+from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_table
 from tests import builders as b
 from tests.builders import as_upstream
 

@@ -13,9 +13,9 @@ from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.results import results_table
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.model.objects import pod_from_json
+from kubectl_desched.term.color import Painter
 from kubectl_desched.term.tables import plain_table
 from kubectl_desched.ui.formats import custom_columns
-from kubectl_desched.ui.plan_view import Painter
 from tests import builders as b
 
 NAMES = ["1e3", "007", "12", "0x1f", "1e-5"]  # valid pod names; tabulate reads each as a number

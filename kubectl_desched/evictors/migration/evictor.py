@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
     from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
-    from kubectl_desched.ui.plan_view import Painter
+    from kubectl_desched.term.color import Painter
 
 
 class MigrationEvictor:

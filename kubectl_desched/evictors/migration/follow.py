@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import urllib3
 
@@ -15,14 +16,27 @@ from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import TooLarge, answer_limit, bounded_timeout, request_json
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.migration.evictor import MigrationEvictor
+    from kubectl_desched.kube.config import Connection
+
+
+class Followed(Protocol):
+    """What the follower reads from and hands to the evictor whose jobs it follows."""
+
+    conn: Connection
+    run_id: str
+
+    def registered_names(self) -> set[str]: ...
+
+    def apply_list(self, jobs: Sequence[Mapping[str, Any]], registered_before: set[str]) -> None: ...
+
+    def apply_event(self, kind: str, job: Mapping[str, Any]) -> None: ...
 
 
 class Follower(threading.Thread):
     """LIST this run's jobs, then WATCH from that list's resourceVersion; list again whenever the watch ends
     (server timeout, 410 Gone, a dropped connection). Every ADDED/MODIFIED/DELETED goes to the evictor."""
 
-    def __init__(self, evictor: MigrationEvictor) -> None:
+    def __init__(self, evictor: Followed) -> None:
         super().__init__(daemon=True, name="pmj-follow")
         self.evictor = evictor
         self.selector = f"{MANAGED_BY}={CREATOR},{RUN_LABEL}={evictor.run_id}"
