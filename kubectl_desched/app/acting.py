@@ -14,6 +14,7 @@ from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.choose import Build, make_evictor
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.ui.formats import is_text
 from kubectl_desched.ui.report import Report
 from kubectl_desched.ui.statusline import StatusLine
 
@@ -42,7 +43,7 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
     # On a terminal one progress line is redrawn on stderr. Each pod's result is printed once: in the results table
     # when stdout shows up where stderr does (both terminals, or one log with 2>&1), else also as it comes.
     status = StatusLine(sys.stderr) if not quiet and sys.stderr.isatty() else None
-    table_follows = opts.output in ("table", "wide") and same_place(sys.stdout, sys.stderr)
+    table_follows = is_text(opts.output) and same_place(sys.stdout, sys.stderr)
 
     def say(message: str) -> None:
         if status is not None:

@@ -29,6 +29,7 @@ from kubectl_desched.term import pager
 from kubectl_desched.term.color import Painter, color_enabled
 from kubectl_desched.ui.confirm import NotConfirmed, ask
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
+from kubectl_desched.ui.formats import is_text
 from kubectl_desched.ui.plan_view import document, node_rows
 from kubectl_desched.ui.report import Report
 
@@ -166,7 +167,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
-    structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
+    structured = not is_text(opts.output)  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
         return _Round(0, len(plan.candidates), 0, measure, last=True, stopped=True)  # rounds stopped paying off
     advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
@@ -288,7 +289,7 @@ def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable
                       opts: Options) -> int:
     for e in plan.errors:
         error(e)
-    if opts.output not in ("table", "wide"):
+    if not is_text(opts.output):
         emit(doc, opts.output, opts.view)
     else:
         pager.show(as_text(doc), opts.pager)

@@ -102,8 +102,9 @@ def plugin_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) 
 
 
 def output_formats(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    shown = ("table", "wide", "json", "yaml", "name", "jsonpath=", "jsonpath-as-json=", "custom-columns=")
-    return [CompletionItem(f) for f in shown if f.startswith(incomplete)]
+    from kubectl_desched.ui.formats import FORMATS, TEMPLATED
+
+    return [CompletionItem(f) for f in (*FORMATS, *TEMPLATED) if f.startswith(incomplete)]
 
 
 def files(_ctx: click.Context, _param: click.Parameter, _incomplete: str) -> list[CompletionItem]:

@@ -20,7 +20,7 @@ from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duratio
 from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.model.podmigrationjob import JOB_MODES
 from kubectl_desched.sanitize import shown
-from kubectl_desched.ui.formats import check_format, check_sort_by
+from kubectl_desched.ui.formats import check_format, check_sort_by, formats_help
 
 # The parsed groups' types are imported where a command runs: their dozen frozen dataclasses take a few
 # milliseconds to build, which `version`, `--help` and a completion request do not need.
@@ -236,9 +236,7 @@ def _output(v: dict[str, Any]) -> OutputOptions:
 
 output = OptionGroup("output", [
     option(OUTPUT, "-o", "--output", default="table", show_default=True, metavar="FORMAT",
-           shell_complete=completion.output_formats,
-           help="table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE or "
-                "custom-columns=HEADER:JSONPATH,... (kubectl's syntax, over the -o json document)."),
+           shell_complete=completion.output_formats, help=formats_help()),
     option(OUTPUT, "--no-headers", is_flag=True, help="Tables and custom-columns without their header lines."),
     option(OUTPUT, "--sort-by", metavar="JSONPATH",
            help="Order the candidates by this JSONPath over each one's document, e.g. '{.priority}'."),

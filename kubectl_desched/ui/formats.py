@@ -12,8 +12,20 @@ from typing import Any
 from kubectl_desched.errors import UsageError
 from kubectl_desched.term.tables import plain_table
 
-FORMATS = ("table", "wide", "json", "yaml", "name")
-TEMPLATED = ("jsonpath=", "jsonpath-as-json=", "custom-columns=")
+# The one list of -o formats: -o's help, its check and its completion are made from these.
+TEXT_FORMATS = ("table", "wide")  # the plan as text for people; every other format prints one document
+FORMATS = (*TEXT_FORMATS, "json", "yaml", "name")
+TEMPLATED = {"jsonpath=": "TEMPLATE", "jsonpath-as-json=": "TEMPLATE", "custom-columns=": "HEADER:JSONPATH,..."}
+
+
+def formats_help() -> str:
+    """-o's help: every format, a templated one with what follows its `=`."""
+    names = [*FORMATS, *(prefix + rest for prefix, rest in TEMPLATED.items())]
+    return f"{', '.join(names[:-1])} or {names[-1]} (kubectl's syntax, over the -o json document)."
+
+
+def is_text(fmt: str) -> bool:
+    return fmt in TEXT_FORMATS
 
 
 def check_format(value: str) -> str:
@@ -30,8 +42,8 @@ def check_format(value: str) -> str:
             else:
                 _parse_template(rest)
             return value
-    raise UsageError(f"-o {value}: unknown output format: {', '.join(FORMATS)}, jsonpath=..., "
-                     "jsonpath-as-json=..., custom-columns=...")
+    raise UsageError(f"-o {value}: unknown output format: "
+                     + ", ".join([*FORMATS, *(f"{prefix}..." for prefix in TEMPLATED)]))
 
 
 def check_sort_by(value: str | None) -> str | None:
