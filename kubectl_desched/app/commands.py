@@ -34,7 +34,7 @@ from kubectl_desched.ui.plan_view import document, node_rows
 from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.execute import Runner
+    from kubectl_desched.evictors.execute import EvictionRunner
 
 EXIT_NOT_CONFIRMED = 3
 
@@ -180,7 +180,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
         error(e)
 
     results: list[EvictionResult] | None = None
-    runner: Runner | None = None
+    runner: EvictionRunner | None = None
     landings: dict[str, Any] | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
-from kubectl_desched.cli import checks
-from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli import checks, completers
 from kubectl_desched.cli.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.errors import UsageError
 from kubectl_desched.evictors.choose import EVICTORS
@@ -84,22 +83,22 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
 
 
 cluster_access = OptionGroup("access", [
-    option(CLUSTER_ACCESS, "--kubeconfig", metavar="FILE", shell_complete=completion.files,
+    option(CLUSTER_ACCESS, "--kubeconfig", metavar="FILE", shell_complete=completers.files,
            help="Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
-    option(CLUSTER_ACCESS, "--context", shell_complete=completion.contexts, help="Kubeconfig context to use."),
-    option(CLUSTER_ACCESS, "--cluster", shell_complete=completion.clusters,
+    option(CLUSTER_ACCESS, "--context", shell_complete=completers.contexts, help="Kubeconfig context to use."),
+    option(CLUSTER_ACCESS, "--cluster", shell_complete=completers.clusters,
            help="Kubeconfig cluster to use instead of the context's."),
-    option(CLUSTER_ACCESS, "--user", shell_complete=completion.users,
+    option(CLUSTER_ACCESS, "--user", shell_complete=completers.users,
            help="Kubeconfig user to use instead of the context's."),
     option(CLUSTER_ACCESS, "-s", "--server", metavar="URL",
            help="Address of the Kubernetes API server, instead of the kubeconfig cluster's."),
     option(CLUSTER_ACCESS, "--token", metavar="TOKEN", help="Bearer token for the API server, instead of the "
            "kubeconfig user's credentials (client certificates stay)."),
-    option(CLUSTER_ACCESS, "--certificate-authority", metavar="FILE", shell_complete=completion.files,
+    option(CLUSTER_ACCESS, "--certificate-authority", metavar="FILE", shell_complete=completers.files,
            help="CA certificate file to verify the server with."),
-    option(CLUSTER_ACCESS, "--client-certificate", metavar="FILE", shell_complete=completion.files,
+    option(CLUSTER_ACCESS, "--client-certificate", metavar="FILE", shell_complete=completers.files,
            help="Client certificate file for TLS."),
-    option(CLUSTER_ACCESS, "--client-key", metavar="FILE", shell_complete=completion.files,
+    option(CLUSTER_ACCESS, "--client-key", metavar="FILE", shell_complete=completers.files,
            help="Client key file for TLS."),
     option(CLUSTER_ACCESS, "--insecure-skip-tls-verify", is_flag=True,
            help="Do not verify the server's certificate (insecure)."),
@@ -119,7 +118,7 @@ cluster_access = OptionGroup("access", [
     option(CLUSTER_ACCESS, "-v", "--v", "verbosity", type=checks.Count(0, 10), default=0, metavar="LEVEL",
            help="Log the API requests on stderr, as kubectl: 6 URLs, status and times; 7 headers too "
                 "(credentials masked); 8 and 9 the answers' first 1 KiB and 64 KiB."),
-    option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completion.files,
+    option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completers.files,
            help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
                 "cluster (repeatable, - for stdin). Nothing can be evicted."),
 ], _access)
@@ -139,19 +138,19 @@ def _scope(v: dict[str, Any]) -> ScopeOptions:
 
 
 scope = OptionGroup("scope", [
-    option(SCOPE, "-n", "--namespace", "namespaces", multiple=True, metavar="NS", shell_complete=completion.namespaces,
+    option(SCOPE, "-n", "--namespace", "namespaces", multiple=True, metavar="NS", shell_complete=completers.namespaces,
            help="Only pods in these namespaces are candidates (repeatable or comma-separated). "
                 "Default: the context's namespace; all namespaces with --policy."),
     option(SCOPE, "-A", "--all-namespaces", is_flag=True, help="Pods in every namespace are candidates."),
     option(SCOPE, "--exclude-namespace", "exclude_namespaces", multiple=True, metavar="NS",
-           shell_complete=completion.namespaces,
+           shell_complete=completers.namespaces,
            help="Pods in these namespaces are never candidates (repeatable or comma-separated)."),
     option(SCOPE, "-l", "--selector", metavar="LABELS", help="Only pods matching this label selector are candidates."),
     option(SCOPE, "--field-selector", metavar="FIELDS",
            help="Only pods matching this field selector are candidates, e.g. status.phase=Running or "
                 "spec.nodeName!=n1 (the API server matches it; a snapshot answers metadata.name, metadata.namespace, "
                 "spec.nodeName, spec.schedulerName, status.phase)."),
-    option(SCOPE, "--nodes", metavar="A,B", shell_complete=completion.nodes, help="Only these nodes are considered."),
+    option(SCOPE, "--nodes", metavar="A,B", shell_complete=completers.nodes, help="Only these nodes are considered."),
     option(SCOPE, "--node-selector", metavar="LABELS", help="Only nodes matching this label selector are considered."),
 ], _scope)
 
@@ -236,7 +235,7 @@ def _output(v: dict[str, Any]) -> OutputOptions:
 
 output = OptionGroup("output", [
     option(OUTPUT, "-o", "--output", default="table", show_default=True, metavar="FORMAT",
-           shell_complete=completion.output_formats, help=formats_help()),
+           shell_complete=completers.output_formats, help=formats_help()),
     option(OUTPUT, "--no-headers", is_flag=True, help="Tables and custom-columns without their header lines."),
     option(OUTPUT, "--sort-by", metavar="JSONPATH",
            help="Order the candidates by this JSONPath over each one's document, e.g. '{.priority}'."),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kubectl_desched import __version__, app
-from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli import completers
 from kubectl_desched.cli.checks import name, pod_reference
 from kubectl_desched.cli.groups import acting, cluster_access, options, output, scope
 from kubectl_desched.cli.help import command
@@ -99,7 +99,7 @@ def explain() -> None:
 
 @command(explain, "pod", examples=[("Why is this pod kept or evicted?", "kubectl desched explain pod -n shop web-1"),
                                    ("Name it as kubectl does", "kubectl desched explain pod shop/web-1")])
-@click.argument("pod_name", metavar="POD", shell_complete=completion.pods)
+@click.argument("pod_name", metavar="POD", shell_complete=completers.pods)
 @cluster_access
 @scope
 @EXPLAIN_PLUGINS
@@ -119,7 +119,7 @@ def explain_pod(pod_name: str, access: ClusterAccess, scope: ScopeOptions, flags
     ("The node's class and every pod's verdict, reading only that node", "kubectl desched explain node worker-a1"),
     ("The same against other thresholds, reading the whole cluster",
      "kubectl desched explain node worker-a1 -A --full --thresholds cpu=30")])
-@click.argument("node_name", metavar="NODE", shell_complete=completion.nodes)
+@click.argument("node_name", metavar="NODE", shell_complete=completers.nodes)
 @cluster_access
 @scope
 @EXPLAIN_PLUGINS
@@ -185,7 +185,7 @@ def main() -> None:
         kubectl_main(cli)
         return
     try:
-        cli.main(prog_name="kubectl desched", standalone_mode=False, complete_var=completion.COMPLETE_VAR)
+        cli.main(prog_name="kubectl desched", standalone_mode=False, complete_var=completers.COMPLETE_VAR)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:

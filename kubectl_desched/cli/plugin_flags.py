@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched.cli import checks
-from kubectl_desched.cli import completers as completion
+from kubectl_desched.cli import checks, completers
 from kubectl_desched.cli.help import EVICTOR_FILTERS, PLUGINS, option
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.flags import Flag, Integer, Switch
@@ -99,13 +98,13 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
 
 
 POLICY = [
-    option(PLUGINS, "--policy", "policy_file", metavar="FILE", shell_complete=completion.files,
+    option(PLUGINS, "--policy", "policy_file", metavar="FILE", shell_complete=completers.files,
            help="A DeschedulerPolicy or Koordinator DeschedulerConfiguration (descheduler/v1alpha2)."),
     option(PLUGINS, "--policy-patch", metavar="PATCH",
            help="RFC 6902 JSON Patch applied to the policy first (inline, or @FILE)."),
 ]
 FROM_FLAGS = [
-    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", shell_complete=completion.plugin_names,
+    option(PLUGINS, "--plugin", "plugins", multiple=True, metavar="NAME", shell_complete=completers.plugin_names,
            help="Plugin to run (repeatable)."),
     option(PLUGINS, "--args", "plugin_args", multiple=True, metavar="PLUGIN=JSON",
            help='Args for a plugin as JSON or YAML, e.g. LowNodeUtilization=\'{"numberOfNodes": 1}\'.'),

@@ -71,7 +71,7 @@ def waiting_line(w: Workload, seen: Readiness | None, before: Readiness | None) 
     return f"waiting for {w}: {seen.ready} of {seen.desired} ready; its next eviction waits for all {seen.desired}"
 
 
-class Runner:
+class EvictionRunner:
     def __init__(self, evictor: PodEvictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
                  note: Note | None = None, clock: Callable[[], float] = time.monotonic,

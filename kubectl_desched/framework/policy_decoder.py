@@ -18,7 +18,7 @@ from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.policy import PluginUse, Policy, Profile
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.model.label_selectors import Matcher, label_selector, parse_selector
-from kubectl_desched.model.shapes import shown, yaml_hint
+from kubectl_desched.model.shapes import policy_value, yaml_hint
 from kubectl_desched.sanitize import short
 
 API_VERSION = "descheduler/v1alpha2"
@@ -42,7 +42,7 @@ MAX_PATCH_VALUES = 100_000  # values a patch may write, copies included: a few `
 
 
 def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
-    """RFC 6902 JSON Patch, like `kubectl patch --type json -p` (the text: policyfile.patch_text reads `@FILE`).
+    """RFC 6902 JSON Patch, like `kubectl patch --type json -p` (the text: app/policy_files.patch_text reads `@FILE`).
     Operations apply one by one; each value one writes is measured, so no patch nests the policy past
     safeload.MAX_DEPTH or copies it into millions of values, and the result must still be an object."""
     text = patch_text
@@ -68,7 +68,7 @@ def apply_patch(raw: dict[str, Any], patch_text: str) -> dict[str, Any]:
                 ValueError, AttributeError, RecursionError) as e:
             raise UsageError(f"--policy-patch: {_patch_error(e)}") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"--policy-patch: the patched policy must be an object, not {shown(doc)}")
+        raise UsageError(f"--policy-patch: the patched policy must be an object, not {policy_value(doc)}")
     return doc
 
 
@@ -106,7 +106,7 @@ def _limit(raw: Mapping[str, Any], key: str, source: str) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ConfigError(key, f"must be a whole number >= 0, not {shown(v)}", source)
+        raise ConfigError(key, f"must be a whole number >= 0, not {policy_value(v)}", source)
     return v
 
 
@@ -147,11 +147,11 @@ class _Decoder:
         raw = self.raw
         api = raw.get("apiVersion")
         if self.kind not in (UPSTREAM_KIND, KOORD_KIND):
-            raise self.err("kind", f"must be {UPSTREAM_KIND} or {KOORD_KIND}, not {shown(self.kind)}")
+            raise self.err("kind", f"must be {UPSTREAM_KIND} or {KOORD_KIND}, not {policy_value(self.kind)}")
         if api != API_VERSION:
             hint = " (v1alpha1 strategies are not supported: convert the policy to profiles)" \
                 if api == "descheduler/v1alpha1" else ""
-            raise self.err("apiVersion", f"must be {API_VERSION}, not {shown(api)}{hint}")
+            raise self.err("apiVersion", f"must be {API_VERSION}, not {policy_value(api)}{hint}")
         known = {"apiVersion", "kind", "profiles", "nodeSelector", "maxNoOfPodsToEvictPerNode",
                  "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal"} | _DAEMON_FIELDS[self.kind]
         for key in raw:
@@ -194,7 +194,7 @@ class _Decoder:
             raise self.err(path, "must be an object")
         name = p.get("name")
         if name is not None and not isinstance(name, str):
-            raise self.err(f"{path}.name", f"must be a string, not {shown(name)}{yaml_hint('a string', name)}")
+            raise self.err(f"{path}.name", f"must be a string, not {policy_value(name)}{yaml_hint('a string', name)}")
         if not name:
             if self.kind == KOORD_KIND and count == 1:
                 name = "koord-descheduler"

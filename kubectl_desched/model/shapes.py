@@ -57,7 +57,7 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def shown(value: Any, limit: int = 60) -> str:
+def policy_value(value: Any, limit: int = 60) -> str:
     """A value as Python writes it (as policy errors show values), cut short, on one line."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits"

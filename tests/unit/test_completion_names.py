@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_desched.cli import completers as completion
-from kubectl_desched.cli import completion as shellcomplete
+from kubectl_desched.cli import completers, completion
 from kubectl_desched.cli.main import cli
 from kubectl_desched.kube import live
 
@@ -40,9 +39,9 @@ def complete(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         return answer(path, accept)
 
     monkeypatch.setattr(live, "request_raw", server)
-    monkeypatch.setattr(completion, "_access", lambda _ctx: object())
+    monkeypatch.setattr(completers, "_access", lambda _ctx: object())
     monkeypatch.setattr(sys, "argv", ["kubectl_complete-desched", *words])
-    shellcomplete.kubectl_main(cli)
+    completion.kubectl_main(cli)
     return capsys.readouterr().out.splitlines(), asked
 
 
@@ -74,8 +73,8 @@ def test_pods_of_the_namespace_given_and_nothing_on_a_broken_answer(monkeypatch:
 
 
 def test_listed_names_reads_the_name_column_or_the_items() -> None:
-    assert completion.listed_names(json.loads(table(["a", "b"]))) == ["a", "b"]
-    assert completion.listed_names(json.loads(object_list(["a"]))) == ["a"]
+    assert completers.listed_names(json.loads(table(["a", "b"]))) == ["a", "b"]
+    assert completers.listed_names(json.loads(object_list(["a"]))) == ["a"]
     no_format = {"kind": "Table", "columnDefinitions": [{"name": "Name"}], "rows": [{"cells": ["x", "1"]}]}
-    assert completion.listed_names(no_format) == ["x"]  # the first column, as kubectl prints it
-    assert completion.listed_names({"kind": "Table"}) == completion.listed_names({}) == []
+    assert completers.listed_names(no_format) == ["x"]  # the first column, as kubectl prints it
+    assert completers.listed_names({"kind": "Table"}) == completers.listed_names({}) == []

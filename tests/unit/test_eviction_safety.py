@@ -30,7 +30,7 @@ from kubectl_desched.cli import main as cli
 from kubectl_desched.evictors import eviction_api
 from kubectl_desched.evictors.base import EvictionResult, Stop, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor, eviction_body, server_words
-from kubectl_desched.evictors.execute import Pacing, Runner
+from kubectl_desched.evictors.execute import EvictionRunner, Pacing
 from kubectl_desched.framework.plan import Candidate, EvictionPlan, Limits
 from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.interrupts import Interrupted
@@ -246,7 +246,7 @@ def test_three_operators_at_once_evict_each_pod_exactly_once(monkeypatch: pytest
             barriers[name].wait()  # all three have re-read the pod by now
         return real(conn, method, path, **kw)
     monkeypatch.setattr(eviction_api, "request_json", racing)
-    runs = [Runner(EvictionApiEvictor(_conn()), Pacing(max_in_flight=8)) for _ in range(3)]
+    runs = [EvictionRunner(EvictionApiEvictor(_conn()), Pacing(max_in_flight=8)) for _ in range(3)]
     outcomes: list[list[EvictionResult]] = [[] for _ in runs]
 
     def go(i: int) -> None:
@@ -459,7 +459,7 @@ def test_sigterm_and_sighup_while_acting_stop_like_ctrl_c(monkeypatch: pytest.Mo
     api = FakeApi(["a", "b", "c", "d"], refuse={"a", "c"})
     ev = evictor(api, monkeypatch, timeout=60, backoff=Backoff(initial=5, cap=5))
     notes: list[str] = []
-    runner = Runner(ev, Pacing(max_in_flight=2), note=notes.append)  # a and c hold both slots, retrying
+    runner = EvictionRunner(ev, Pacing(max_in_flight=2), note=notes.append)  # a and c hold both slots, retrying
     before = signal.getsignal(sig)
     if before is signal.SIG_IGN:
         pytest.skip(f"{name} is ignored in this process (nohup?), so a run keeps ignoring it")
@@ -748,8 +748,8 @@ def test_second_signal_abandons_what_is_in_flight_and_says_which() -> None:
             release.wait(10)
             return EvictionResult(c, "evicted", "ok", finished=now())
 
-    assert isinstance(Runner(Stuck(), Pacing()).stop, Stop)
-    runner = Runner(Stuck(), Pacing())
+    assert isinstance(EvictionRunner(Stuck(), Pacing()).stop, Stop)
+    runner = EvictionRunner(Stuck(), Pacing())
     for delay in (0.2, 0.4):
         threading.Timer(delay, os.kill, (os.getpid(), signal.SIGTERM)).start()
     out = runner.run([cand("a"), cand("b")])
@@ -764,14 +764,14 @@ def test_a_signal_right_after_acting_still_records_what_was_done(
     """Between the runner's return and the report's evictions no signal may make the report claim that
     nothing was sent."""
     fake_cluster(["web-0"])
-    real_run = Runner.run
+    real_run = EvictionRunner.run
 
-    def then_sigterm(self: Runner, candidates: Any) -> Any:
+    def then_sigterm(self: EvictionRunner, candidates: Any) -> Any:
         out = real_run(self, candidates)
         os.kill(os.getpid(), signal.SIGTERM)  # lands after the runner restored the outer handlers
         time.sleep(0.1)
         return out
-    monkeypatch.setattr(Runner, "run", then_sigterm)
+    monkeypatch.setattr(EvictionRunner, "run", then_sigterm)
     report = tmp_path / "r.json"
     code, _out, err = run_cli(monkeypatch, capsys, "--yes", "--report", str(report))
     assert code == 143, err

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.evictors.execute import Pacing, Runner
+from kubectl_desched.evictors.execute import EvictionRunner, Pacing
 from kubectl_desched.evictors.readiness import Readiness, Workload
 
 
@@ -39,7 +39,7 @@ def cpu_seconds(n: int) -> float:
     cands = [SimpleNamespace(pod=SimpleNamespace(index=i, key=f"ns/p{i}")) for i in range(n)]
     best = float("inf")
     for _ in range(2):  # the better of two: a burst elsewhere on the machine only ever adds
-        runner = Runner(Instant(), Pacing(max_in_flight=16, wait_ready=True, timeout=30),  # type: ignore[arg-type]
+        runner = EvictionRunner(Instant(), Pacing(max_in_flight=16, wait_ready=True, timeout=30),  # type: ignore[arg-type]
                         workloads=Workloads())  # type: ignore[arg-type]
         began = time.process_time()
         results = runner._schedule(cands)  # type: ignore[arg-type]

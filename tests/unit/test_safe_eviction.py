@@ -22,7 +22,7 @@ from kubectl_desched.errors import UsageError
 from kubectl_desched.evictors import eviction_api, execute
 from kubectl_desched.evictors.base import EvictionResult, now
 from kubectl_desched.evictors.eviction_api import Backoff, EvictionApiEvictor
-from kubectl_desched.evictors.execute import Pacing, Runner
+from kubectl_desched.evictors.execute import EvictionRunner, Pacing
 from kubectl_desched.evictors.readiness import Readiness, Workload
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.config import Connection
@@ -93,7 +93,7 @@ class FakeEvictor:
 def test_one_at_a_time_in_plan_order_by_default() -> None:
     ev = FakeEvictor()
     cands = [cand(f"p{i}", owner=f"rs-{i}") for i in range(5)]
-    out = Runner(ev, Pacing()).run(cands)
+    out = EvictionRunner(ev, Pacing()).run(cands)
     assert ev.starts() == ["p0", "p1", "p2", "p3", "p4"]
     assert ev.most == 1
     assert [r.candidate.pod.name for r in out.results] == ["p0", "p1", "p2", "p3", "p4"]
@@ -103,7 +103,7 @@ def test_one_at_a_time_in_plan_order_by_default() -> None:
 def test_max_in_flight_bounds_concurrency_and_results_keep_plan_order() -> None:
     ev = FakeEvictor(seconds=0.15)
     cands = [cand(f"p{i}", owner=f"rs-{i}") for i in range(6)]
-    out = Runner(ev, Pacing(max_in_flight=3)).run(cands)
+    out = EvictionRunner(ev, Pacing(max_in_flight=3)).run(cands)
     assert ev.most == 3
     assert ev.starts()[:3] == ["p0", "p1", "p2"]
     assert [r.candidate.pod.name for r in out.results] == [f"p{i}" for i in range(6)]
@@ -111,7 +111,7 @@ def test_max_in_flight_bounds_concurrency_and_results_keep_plan_order() -> None:
 
 def test_workers_are_reused_and_never_more_than_max_in_flight() -> None:
     ev = FakeEvictor(seconds=0.01)
-    runner = Runner(ev, Pacing(max_in_flight=3))
+    runner = EvictionRunner(ev, Pacing(max_in_flight=3))
     out = runner.run([cand(f"p{i}", owner=f"rs-{i}") for i in range(40)])
     assert [r.outcome for r in out.results] == ["evicted"] * 40
     assert 1 <= runner._evicting.threads <= 3  # 40 evictions, not 40 threads
@@ -126,7 +126,7 @@ def _thread_names(ev: FakeEvictor) -> set[str]:
 def test_interval_spaces_the_starts() -> None:
     ev = FakeEvictor(seconds=0.0)
     cands = [cand(f"p{i}", owner=f"rs-{i}") for i in range(3)]
-    Runner(ev, Pacing(max_in_flight=3, interval=0.2)).run(cands)
+    EvictionRunner(ev, Pacing(max_in_flight=3, interval=0.2)).run(cands)
     starts = [ev.at("start", f"p{i}") for i in range(3)]
     assert all(later - earlier >= 0.19 for earlier, later in itertools.pairwise(starts))
 
@@ -171,7 +171,7 @@ def test_wait_ready_holds_the_same_workload_and_lets_others_pass() -> None:
     ev = MarkingEvictor(wl, seconds=0.0)
     cands = [cand("a1", owner="a"), cand("a2", owner="a"), cand("b1", owner="b")]
     notes: list[str] = []
-    out = Runner(ev, Pacing(max_in_flight=1, wait_ready=True, timeout=5), workloads=wl,  # type: ignore[arg-type]
+    out = EvictionRunner(ev, Pacing(max_in_flight=1, wait_ready=True, timeout=5), workloads=wl,  # type: ignore[arg-type]
                  note=notes.append).run(cands)
     assert ev.starts() == ["a1", "b1", "a2"]  # b1 did not wait for a's recovery
     assert ev.at("start", "a2") - ev.at("end", "a1") >= 0.6
@@ -192,7 +192,7 @@ def test_wait_ready_says_what_it_waits_on_each_time_that_changes(monkeypatch: py
             return next(reads)
 
     notes: list[str] = []
-    out = Runner(FakeEvictor(seconds=0.0), Pacing(wait_ready=True, timeout=30), workloads=Scripted(None),  # type: ignore[arg-type]
+    out = EvictionRunner(FakeEvictor(seconds=0.0), Pacing(wait_ready=True, timeout=30), workloads=Scripted(None),  # type: ignore[arg-type]
                  note=notes.append).run([cand("a1", owner="web"), cand("a2", owner="web")])
     assert [r.outcome for r in out.results] == ["evicted", "evicted"]
     assert notes == [
@@ -208,7 +208,7 @@ def test_wait_ready_timeout_holds_back_the_rest_of_that_workload() -> None:
     wl = FakeWorkloads(recover=None)
     ev = MarkingEvictor(wl, seconds=0.0)
     cands = [cand("a1", owner="a"), cand("a2", owner="a"), cand("a3", owner="a"), cand("b1", owner="b")]
-    out = Runner(ev, Pacing(wait_ready=True, timeout=0.5), workloads=wl).run(cands)  # type: ignore[arg-type]
+    out = EvictionRunner(ev, Pacing(wait_ready=True, timeout=0.5), workloads=wl).run(cands)  # type: ignore[arg-type]
     by = {r.candidate.pod.name: r for r in out.results}
     assert ev.starts() == ["a1", "b1"]
     assert by["a2"].outcome == by["a3"].outcome == "held"
@@ -220,7 +220,7 @@ def test_wait_ready_not_needed_after_the_last_pod_of_a_workload() -> None:
     wl = FakeWorkloads(recover=None)  # would time out if anyone waited
     ev = MarkingEvictor(wl, seconds=0.0)
     began = time.monotonic()
-    out = Runner(ev, Pacing(wait_ready=True, timeout=30), workloads=wl).run(  # type: ignore[arg-type]
+    out = EvictionRunner(ev, Pacing(wait_ready=True, timeout=30), workloads=wl).run(  # type: ignore[arg-type]
         [cand("a1", owner="a"), cand("b1", owner="b")])
     assert time.monotonic() - began < 5 and wl.reads == 0
     assert [r.outcome for r in out.results] == ["evicted", "evicted"]
@@ -229,7 +229,7 @@ def test_wait_ready_not_needed_after_the_last_pod_of_a_workload() -> None:
 def test_a_blocked_pod_does_not_make_its_workload_wait() -> None:
     wl = FakeWorkloads(recover=None)
     ev = FakeEvictor(seconds=0.0, outcomes={"a1": "blocked"})
-    out = Runner(ev, Pacing(wait_ready=True, timeout=30), workloads=wl).run(  # type: ignore[arg-type]
+    out = EvictionRunner(ev, Pacing(wait_ready=True, timeout=30), workloads=wl).run(  # type: ignore[arg-type]
         [cand("a1", owner="a"), cand("a2", owner="a")])
     assert [r.outcome for r in out.results] == ["blocked", "evicted"]
 
@@ -243,7 +243,7 @@ def test_ctrl_c_stops_new_evictions_and_lets_the_one_in_flight_finish() -> None:
             return ev.evict(c, threading.Event())
 
     notes: list[str] = []
-    runner = Runner(Patient(), Pacing(), note=notes.append)
+    runner = EvictionRunner(Patient(), Pacing(), note=notes.append)
     before = signal.getsignal(signal.SIGINT)  # SIG_IGN when the suite runs as a background job
     threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
     out = runner.run([cand(f"p{i}", owner=f"rs-{i}") for i in range(4)])
@@ -262,7 +262,7 @@ def test_second_ctrl_c_abandons_what_is_in_flight() -> None:
             release.wait(10)
             return super().evict(c, stop)
 
-    runner = Runner(Stuck(), Pacing(max_in_flight=2))
+    runner = EvictionRunner(Stuck(), Pacing(max_in_flight=2))
     for delay in (0.2, 0.5):
         threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
     began = time.monotonic()

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.evictors.execute import Pacing, Runner, Tick
+from kubectl_desched.evictors.execute import EvictionRunner, Pacing, Tick
 from kubectl_desched.ui.statusline import CLEAR, StatusLine
 from tests.unit.test_eviction_safety import cand
 
@@ -49,7 +49,7 @@ def test_the_runner_ticks_with_the_interval_countdown() -> None:
         t[0] += 0.05  # each look at the clock moves time on: the interval passes without sleeping
         return t[0]
 
-    runner = Runner(Instant(), Pacing(interval=1.0), clock=clock, on_tick=ticks.append)  # type: ignore[arg-type]
+    runner = EvictionRunner(Instant(), Pacing(interval=1.0), clock=clock, on_tick=ticks.append)  # type: ignore[arg-type]
     outcome = runner.run([cand(f"p{i}") for i in range(3)])
     assert [r.outcome for r in outcome.results] == ["evicted"] * 3
     assert ticks[0] == Tick(0, 3, 0, None)

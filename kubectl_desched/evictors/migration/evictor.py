@@ -1,6 +1,6 @@
 """Evict by creating Koordinator PodMigrationJobs, which Koordinator's migration controller carries out (reserve room
 elsewhere, evict, wait for the new pod), then follow the jobs until they end. The jobs' bodies and tracking are in
-migration_jobs.py, the watch in migration_follow.py, how they are shown in migration_render.py."""
+jobs.py, the watch in follow.py, how they are shown in text.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Following a run's PodMigrationJobs: one daemon thread lists them, then watches from that list, and hands every
-change to the evictor, which updates its JobTracks (migration_jobs.py)."""
+change to the evictor, which updates its JobTracks (jobs.py). The thread knows the evictor only as `Followed`, the
+few calls it makes, so the evictor (evictor.py) imports this module and not the other way round."""
 
 from __future__ import annotations
 
