@@ -303,7 +303,8 @@ def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
 
 def as_upstream(policy: Policy) -> Policy:
     """The policy planned as upstream plans it: a move the placement estimate calls futile is planned too
-    (--keep-futile). Tests of a plugin's own semantics use it; tests/unit/test_futile_moves.py tests the default."""
+    (--keep-futile). Tests of a plugin's own semantics use it; tests/unit/framework/test_futile_moves.py tests
+    the default."""
     policy.limits.keep_futile = True
     return policy
 

@@ -35,7 +35,7 @@ IN_TREE = (
 
 
 def in_tree_registry() -> Registry:
-    return Registry(PluginSpec.of(p, check=False) for p in IN_TREE)  # checked by tests/unit/test_registry.py
+    return Registry(PluginSpec.of(p, check=False) for p in IN_TREE)  # checked by tests/unit/framework/test_registry.py
 
 
 def full_registry() -> Registry:

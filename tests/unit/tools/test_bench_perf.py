@@ -19,7 +19,7 @@ import pytest
 
 from tests import builders
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 
 def _load(name: str) -> ModuleType:

@@ -256,7 +256,7 @@ import os, sys
 from kubectl_desched.cli import main as cli
 from kubectl_desched.app import loading
 from kubectl_desched.kube import live
-from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, _conn
+from tests.unit.kube.test_hostile_server import DESCHEDULE, FakeAPI, _conn
 
 api = FakeAPI()
 
@@ -283,7 +283,7 @@ def test_sigint_from_outside_ends_the_open_selector_with_130(tmp_path: Path) -> 
 
     import pyte
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     calls = tmp_path / "calls"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 140, 0, 0))

@@ -80,7 +80,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
     from kubectl_desched.cli.main import cli
 
-    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    demo = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
     result = CliRunner().invoke(cli, ["balance", "--from-file", demo, "-A", "--no-pager", *args])
     if isinstance(result.exception, UsageError):
         return 2, result.stdout, f"error: {result.exception}\n"

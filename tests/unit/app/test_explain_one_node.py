@@ -19,7 +19,7 @@ from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_fro
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text
 from tests import builders as b
-from tests.unit.test_hostile_server import PDBS, PODS, FakeAPI, _conn, run_main
+from tests.unit.kube.test_hostile_server import PDBS, PODS, FakeAPI, _conn, run_main
 
 LOCAL = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts", "RemovePodsViolatingNodeTaints"]
 NEED_OTHER_NODES = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity", "RemoveDuplicates",

@@ -21,7 +21,7 @@ from kubectl_desched import safeload
 from kubectl_desched.cli import main as cli
 from tests import builders as b
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SECRET = "SECRET-TOKEN-do-not-print-0123456789"
 
 

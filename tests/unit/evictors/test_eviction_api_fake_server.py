@@ -637,7 +637,7 @@ PROMPT_SCRIPT = """
 import sys
 from kubectl_desched import interrupts
 from kubectl_desched.ui import confirm
-from tests.unit.test_eviction_safety import cand
+from tests.unit.evictors.test_eviction_api_fake_server import cand
 with interrupts.raising():
     try:
         confirm.ask([cand("web")])
@@ -656,7 +656,7 @@ def test_a_signal_at_a_real_prompt_is_an_interrupt_not_a_no(sig: int, name: str,
     import pty
 
     master, slave = pty.openpty()
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     proc = subprocess.Popen([sys.executable, "-c", PROMPT_SCRIPT], stdin=slave, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     os.close(slave)

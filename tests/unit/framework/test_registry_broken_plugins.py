@@ -19,7 +19,7 @@ from kubectl_desched.framework.registry import Registry
 from kubectl_desched.plugins import full_registry
 from tests import builders as b
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 GOOD = '''
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions

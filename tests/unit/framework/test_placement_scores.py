@@ -7,7 +7,7 @@ from typing import Any
 
 from kubectl_desched.framework.placement import estimate
 from tests import builders as b
-from tests.unit.test_placement import pod, setup, where
+from tests.unit.framework.test_placement import pod, setup, where
 
 AVOID = b.taint("spare", "yes", "PreferNoSchedule")
 

@@ -19,7 +19,7 @@ from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
 
 # Loaded by path under its own name: `plugins` alone is also the repository's folder of plugin distributions.
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "plugins.py"
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "plugins.py"
 _spec = importlib.util.spec_from_file_location("bench_plugins", BENCH)
 assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)

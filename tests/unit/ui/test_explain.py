@@ -19,7 +19,7 @@ from kubectl_desched.model.state import ClusterState
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from tests import builders as b
 
-DEMO = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
 
 def _explain(*args: str) -> tuple[str, str]:

@@ -109,7 +109,7 @@ def test_settings_come_from_flags_then_the_policy_then_koordinators_defaults() -
 @pytest.mark.parametrize("ttl", ["0.0000000001s", "0.4ns", "0.0000000000001"])
 def test_a_ttl_written_as_0s_is_refused_on_the_command_line(monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str], ttl: str) -> None:
-    from tests.unit.test_hostile_server import run_main
+    from tests.unit.kube.test_hostile_server import run_main
 
     code, out, err = run_main(monkeypatch, capsys, "balance", "--evictor", "migration", "--migration-ttl", ttl,
                               "--from-file", "-")

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
 
-DEMO = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
 
 def _run(*args: str) -> dict:
@@ -99,7 +99,7 @@ def test_flags_with_a_policy_patch_keep_kubectls_namespace_scope() -> None:
         assert {c["namespace"] for c in doc["candidates"]} <= {"default"}
 
 
-METRICS = str(Path(__file__).resolve().parents[2] / "examples" / "demo-metrics.yaml")
+METRICS = str(Path(__file__).resolve().parents[3] / "examples" / "demo-metrics.yaml")
 
 
 def _run_with_metrics(*args: str) -> dict:
@@ -134,13 +134,13 @@ def test_demo_metrics_file_is_current(tmp_path: Path) -> None:
     import subprocess
     import sys
     out = tmp_path / "m.yaml"
-    script = Path(__file__).resolve().parents[2] / "examples" / "make-demo-metrics"
+    script = Path(__file__).resolve().parents[3] / "examples" / "make-demo-metrics"
     subprocess.run([sys.executable, str(script), "--out", str(out)], check=True, capture_output=True)
     assert out.read_text() == Path(METRICS).read_text()
 
 
 def test_a_koord_descheduler_configuration_runs_as_is() -> None:
-    policy = str(Path(__file__).resolve().parents[2] / "examples" / "koord-lownodeload.yaml")
+    policy = str(Path(__file__).resolve().parents[3] / "examples" / "koord-lownodeload.yaml")
     result = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "--from-file", METRICS,
                                       "-o", "json"])
     assert result.exit_code == 0, result.output
@@ -153,7 +153,7 @@ def test_a_koord_descheduler_configuration_runs_as_is() -> None:
 
 
 def test_the_upstream_example_policy_runs_as_is() -> None:
-    policy = str(Path(__file__).resolve().parents[2] / "examples" / "descheduler-policy.yaml")
+    policy = str(Path(__file__).resolve().parents[3] / "examples" / "descheduler-policy.yaml")
     result = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "-o", "json", "--keep-futile"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)

@@ -17,7 +17,7 @@ from kubectl_desched.kube import httplog
 from kubectl_desched.kube.config import KubeOptions, connect
 from kubectl_desched.kube.live import request_json
 from kubectl_desched.kube.overrides import ConnectionFlags
-from tests.unit.test_kubeconfig import _isolated  # noqa: F401  (autouse fixture: no real kubeconfig)
+from tests.unit.kube.test_config import _isolated  # noqa: F401  (autouse fixture: no real kubeconfig)
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
@@ -117,7 +117,7 @@ def test_a_value_that_would_break_the_header_is_refused_before_anything_is_sent(
 
 def test_a_bad_impersonation_flag_is_a_usage_error_line(monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str], server: str) -> None:
-    from tests.unit.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
+    from tests.unit.kube.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
 
     code, out, err = run_main(monkeypatch, capsys, *DESCHEDULE, "-s", server, "--as", "alice\nX-Evil: 1")
     assert_one_error_line(err, "error: --as: must not contain line breaks or control characters")

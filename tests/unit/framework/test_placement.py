@@ -178,7 +178,7 @@ def test_the_plan_shows_destinations_landings_and_warnings(tmp_path: Any, monkey
     from kubectl_desched.cli.main import cli
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
-    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    demo = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
     args = ["balance", "--from-file", demo, "-A", "--keep-futile"]
     doc = json.loads(CliRunner().invoke(cli, [*args, "-o", "json"]).stdout)
     dests = {c["pod"]: c["destination"] for c in doc["candidates"]}

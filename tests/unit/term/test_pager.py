@@ -13,7 +13,7 @@ import sys
 import termios
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = str(ROOT / "examples" / "demo-cluster.yaml")
 
 

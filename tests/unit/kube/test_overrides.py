@@ -21,7 +21,7 @@ from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import overrides
 from kubectl_desched.kube.config import Connection, KubeOptions, connect
 from kubectl_desched.kube.overrides import ConnectionFlags
-from tests.unit.test_kubeconfig import _isolated, _kubeconfig, _one_cluster, _token  # noqa: F401  (the fixture, too)
+from tests.unit.kube.test_config import _isolated, _kubeconfig, _one_cluster, _token  # noqa: F401  (the fixture, too)
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -153,7 +153,7 @@ def test_a_field_selector_the_server_refuses_is_a_usage_error(monkeypatch: pytes
     from kubernetes.client.exceptions import ApiException
 
     from kubectl_desched.kube import live
-    from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, run_main
+    from tests.unit.kube.test_hostile_server import DESCHEDULE, FakeAPI, run_main
 
     api = FakeAPI()
     monkeypatch.setattr("kubectl_desched.app.loading.connect", lambda _opts: Connection(
@@ -252,7 +252,7 @@ def test_a_page_names_its_first_bytes_before_the_rest_is_read(tmp_path: Path) ->
 def test_an_unverified_server_is_one_warning_line_not_urllib3s_block(tmp_path: Path) -> None:
     """urllib3 warns in a block of lines (the warning, then `warnings.warn(` and its source line) at each new host;
     the tool says it once, in one line. In a child process: pytest would catch the warning itself."""
-    from tests.unit.test_hostile_server import DESCHEDULE, FakeAPI, _Served
+    from tests.unit.kube.test_hostile_server import DESCHEDULE, FakeAPI, _Served
 
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fake",
@@ -368,7 +368,7 @@ def test_a_bare_host_without_tls_settings_is_refused_with_a_credential(
         first_bytes: FirstBytes, user: dict[str, Any], from_flag: bool) -> None:
     """client-go would send the credential over plain http; we refuse before anything is sent (the exec plugin is
     not even run), exit 2, and say what to write."""
-    from tests.unit.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
+    from tests.unit.kube.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
 
     bare = f"127.0.0.1:{first_bytes.port}"
     config = _one_cluster(tmp_path / "config", {"server": "https://unused.example:1" if from_flag else bare}, user)

@@ -9,7 +9,7 @@ from typing import Any
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.evictors.execute import EvictionRunner, Pacing, Tick
 from kubectl_desched.ui.statusline import CLEAR, StatusLine
-from tests.unit.test_eviction_safety import cand
+from tests.unit.evictors.test_eviction_api_fake_server import cand
 
 
 class Instant:

@@ -197,7 +197,7 @@ def test_a_hanging_exec_plugin_is_bounded_by_the_request_timeout(tmp_path: Path)
 
 def test_a_hanging_exec_plugin_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.unit.test_hostile_server import assert_one_error_line, run_main
+    from tests.unit.kube.test_hostile_server import assert_one_error_line, run_main
 
     cfg, script = _hanging_plugin(tmp_path)
     code, _out, err = run_main(monkeypatch, capsys, "deschedule", "--plugin", "RemovePodsViolatingNodeTaints",
@@ -287,7 +287,7 @@ def test_a_malformed_server_is_one_line_naming_the_cluster(tmp_path: Path, monke
     """urllib3 used to find most of these at the first request: exit 1 with its own words (`LocationParseError:
     Failed to parse: ...`). Now one line when the kubeconfig is read, exit 2 as every kubeconfig mistake, and the
     URL is never quoted (a malformed one may escape the masking of its password)."""
-    from tests.unit.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
+    from tests.unit.kube.test_hostile_server import DESCHEDULE, assert_one_error_line, run_main
 
     cfg = _one_cluster(tmp_path / "c.yaml", {"server": server, "insecure-skip-tls-verify": True},
                        {"token": "t0ken-abcdef"})

@@ -18,7 +18,7 @@ from kubectl_desched.cli.main import cli, main
 from kubectl_desched.errors import DeschedError, UsageError
 from tests import builders as b
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -353,7 +353,7 @@ def test_pod_reference_refuses_what_kubectl_would(given: str, namespaces: tuple[
 
 def test_explain_pod_by_namespace_slash_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
-    demo = str(Path(__file__).resolve().parents[2] / "examples" / "demo-cluster.yaml")
+    demo = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
     for ref in ("shop/web-xlr4bj9pj5-299xd", "pod/web-xlr4bj9pj5-299xd"):
         extra = [] if ref.startswith("shop/") else ["-n", "shop"]
         result = CliRunner().invoke(cli.cli, ["explain", "pod", ref, *extra, "--from-file", demo, "-o", "json"])
