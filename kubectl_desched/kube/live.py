@@ -370,7 +370,7 @@ EXTRA_KINDS = {
     "NodeMetrics": "/apis/metrics.k8s.io/v1beta1/nodes",
     "PodMetrics": "/apis/metrics.k8s.io/v1beta1/pods",
     "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
-    # Koordinator's MigrationController checks (plugins/koordarbitration.py): owners and live jobs.
+    # Koordinator's MigrationController checks (plugins/koordinator/arbitration.py): owners and live jobs.
     "ReplicaSet": "/apis/apps/v1/replicasets",
     "Deployment": "/apis/apps/v1/deployments",
     "StatefulSet": "/apis/apps/v1/statefulsets",

@@ -17,7 +17,7 @@ from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
 from kubectl_desched.model.durations import format_duration
 from kubectl_desched.model.podmigrationjob import RESERVATION_FIRST
-from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
+from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationControllerArgs
 from kubectl_desched.sanitize import one_line
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import pytest
 from kubectl_desched.cli.plugin_flags import PluginFlags, build_policy, default_plugins
 from kubectl_desched.errors import UsageError
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.podlifetime import PodLifeTime
+from kubectl_desched.plugins.upstream.podlifetime import PodLifeTime
 
 SIX = ["PodLifeTime", "RemoveFailedPods", "RemovePodsHavingTooManyRestarts", "RemovePodsViolatingInterPodAntiAffinity",
        "RemovePodsViolatingNodeAffinity", "RemovePodsViolatingNodeTaints"]

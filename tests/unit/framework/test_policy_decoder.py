@@ -15,9 +15,9 @@ from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.policy_decoder import Policy, apply_patch, decode_policy, policy_from_plugins
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.defaultevictor import DefaultEvictorArgs
-from kubectl_desched.plugins.lownodeutilization import LowNodeUtilizationArgs
-from kubectl_desched.plugins.migrationcontroller import MigrationControllerArgs
+from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationControllerArgs
+from kubectl_desched.plugins.upstream.defaultevictor import DefaultEvictorArgs
+from kubectl_desched.plugins.upstream.lownodeutilization import LowNodeUtilizationArgs
 
 API = "descheduler/v1alpha2"
 LNU_ARGS = {"thresholds": {"cpu": 20, "memory": 20}, "targetThresholds": {"cpu": 50, "memory": 60}}

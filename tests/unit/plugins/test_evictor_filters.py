@@ -10,8 +10,8 @@ import pytest
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import EvictionPlan, Limits, PluginHandle, ProfileEvictor
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
-from kubectl_desched.plugins.migrationcontroller import MigrationController, MigrationControllerArgs
+from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationController, MigrationControllerArgs
+from kubectl_desched.plugins.upstream.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from tests import builders as b
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.koordinator import priority_class, qos_class, raw_allocatable
+from kubectl_desched.plugins.koordinator.classes import priority_class, qos_class, raw_allocatable
 from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream
@@ -408,7 +408,7 @@ def test_bad_args_name_the_field(args: dict[str, Any], path: str, message: str) 
 
 def test_weights_and_top_level_defaults_reach_the_pools() -> None:
     from kubectl_desched.framework.args import decode_args
-    from kubectl_desched.plugins.lownodeload import LowNodeLoadArgs
+    from kubectl_desched.plugins.koordinator.lownodeload import LowNodeLoadArgs
     args = decode_args(LowNodeLoadArgs, {"highThresholds": {"cpu": 70}, "lowThresholds": {"cpu": 20},
                                          "resourceWeights": {"cpu": 3, "memory": 0},
                                          "nodePools": [{"name": "gpu", "highThresholds": {"cpu": 90}}]}, "")
@@ -460,7 +460,7 @@ def test_first_fit_finds_what_a_scan_of_every_destination_finds() -> None:
     """The pruned search must pick the same destination as Koordinator's scan, reservations included."""
     import random
 
-    from kubectl_desched.plugins.lownodeload import _FirstFit
+    from kubectl_desched.plugins.koordinator.lownodeload import _FirstFit
     rng = random.Random(7)
     for _ in range(200):
         n = rng.randint(1, 40)

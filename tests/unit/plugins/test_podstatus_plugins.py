@@ -18,10 +18,10 @@ from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Pod, pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.podlifetime import PodLifeTime
-from kubectl_desched.plugins.podstatus import human_duration
-from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
-from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
+from kubectl_desched.plugins.upstream.podlifetime import PodLifeTime
+from kubectl_desched.plugins.upstream.podstatus import human_duration
+from kubectl_desched.plugins.upstream.removefailedpods import RemoveFailedPods
+from kubectl_desched.plugins.upstream.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
 from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream

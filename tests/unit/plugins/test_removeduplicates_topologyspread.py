@@ -16,8 +16,8 @@ from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Pod, node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.removeduplicates import RemoveDuplicates
-from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import (
+from kubectl_desched.plugins.upstream.removeduplicates import RemoveDuplicates
+from kubectl_desched.plugins.upstream.removepodsviolatingtopologyspreadconstraint import (
     RemovePodsViolatingTopologySpreadConstraint,
     RemovePodsViolatingTopologySpreadConstraintArgs,
 )

@@ -25,10 +25,12 @@ from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.model.objects import Taint, Toleration
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
-from kubectl_desched.plugins.podorder import eviction_order
-from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
-from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
-from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
+from kubectl_desched.plugins.upstream.podorder import eviction_order
+from kubectl_desched.plugins.upstream.removepodsviolatinginterpodantiaffinity import (
+    RemovePodsViolatingInterPodAntiAffinity,
+)
+from kubectl_desched.plugins.upstream.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
+from kubectl_desched.plugins.upstream.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
 from kubectl_desched.ui.explain import Verdicts
 from tests import builders as b
 from tests.builders import as_upstream

@@ -28,7 +28,7 @@ from kubectl_desched.framework.predicates import (
     required_anti_affinity_terms,
 )
 from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.plugins.podorder import eviction_order
+from kubectl_desched.plugins.upstream.podorder import eviction_order
 
 _NONE: dict[int, Pod] = {}
 

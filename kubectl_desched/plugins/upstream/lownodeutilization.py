@@ -14,7 +14,7 @@ from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch
 from kubectl_desched.model.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
-from kubectl_desched.plugins import nodeutilization as nu
+from kubectl_desched.plugins.upstream import nodeutilization as nu
 
 # Upstream has no default thresholds; from flags, these (shown in --help).
 DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}

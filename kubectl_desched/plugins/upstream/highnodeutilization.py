@@ -12,7 +12,7 @@ from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
 from kubectl_desched.framework.flags import CliSurface, Flag, Percentages
 from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.plugins import nodeutilization as nu
+from kubectl_desched.plugins.upstream import nodeutilization as nu
 
 
 @dataclass

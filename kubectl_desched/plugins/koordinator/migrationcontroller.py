@@ -18,8 +18,8 @@ from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespace
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model.objects import Pod
 from kubectl_desched.model.podmigrationjob import JOB_MODES, RESERVATION_FIRST
-from kubectl_desched.plugins import koordarbitration as arb
-from kubectl_desched.plugins.defaultevictor import (
+from kubectl_desched.plugins.koordinator import arbitration as arb
+from kubectl_desched.plugins.upstream.defaultevictor import (
     EVICT_ANNOTATION,
     DefaultEvictor,
     DefaultEvictorArgs,

@@ -11,7 +11,7 @@ from kubectl_desched.framework import DeschedulePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer
 from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.plugins.podstatus import (
+from kubectl_desched.plugins.upstream.podstatus import (
     ArgsScope,
     Check,
     by_name,

@@ -23,8 +23,8 @@ from kubectl_desched.model.durations import parse_time
 from kubectl_desched.model.metrics import KOORD_NODE_METRIC, NodeMetricView, koordinator_node_metrics
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
-from kubectl_desched.plugins import koordinator as koord
-from kubectl_desched.plugins import nodeutilization as nu
+from kubectl_desched.plugins.koordinator import classes as koord
+from kubectl_desched.plugins.upstream import nodeutilization as nu
 
 Thresholds = dict[str, float]
 

@@ -36,7 +36,7 @@ from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.framework.predicates import node_selector_mismatch, why_not_node_fit
 from kubectl_desched.model.label_selectors import Matcher, label_selector
 from kubectl_desched.model.objects import Node, Pod
-from kubectl_desched.plugins.removeduplicates import by_name, freeze, node_pinning, tolerates_node
+from kubectl_desched.plugins.upstream.removeduplicates import by_name, freeze, node_pinning, tolerates_node
 
 HONOR, IGNORE = "Honor", "Ignore"
 SHOWN_DOMAINS = 6  # a reason lists every domain up to this many, else the pod's and the smallest

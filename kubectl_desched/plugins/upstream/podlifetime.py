@@ -13,7 +13,7 @@ from kubectl_desched.framework.args import IncludeExclude, LabelSelectorArg, Nam
 from kubectl_desched.framework.flags import CliSurface, Flag, Seconds
 from kubectl_desched.model.durations import parse_time
 from kubectl_desched.model.objects import Node, Pod, PodCondition
-from kubectl_desched.plugins.podstatus import (
+from kubectl_desched.plugins.upstream.podstatus import (
     ArgsScope,
     Check,
     by_name,

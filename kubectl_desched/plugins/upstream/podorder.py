@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kubectl_desched.model.objects import Pod
-from kubectl_desched.plugins.defaultevictor import PREFER_NO_EVICTION_ANNOTATION
+from kubectl_desched.plugins.upstream.defaultevictor import PREFER_NO_EVICTION_ANNOTATION
 
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 

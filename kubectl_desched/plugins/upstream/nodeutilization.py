@@ -12,7 +12,7 @@ from kubectl_desched.framework.types import EvictOptions
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.plugins.podorder import eviction_order
+from kubectl_desched.plugins.upstream.podorder import eviction_order
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
 

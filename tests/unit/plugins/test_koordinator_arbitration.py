@@ -1,4 +1,4 @@
-"""Koordinator's MigrationController checks beyond the DefaultEvictor rules (plugins/koordarbitration.py): an
+"""Koordinator's MigrationController checks beyond the DefaultEvictor rules (plugins/koordinator/arbitration.py): an
 unfinished PodMigrationJob, ReservationFirst's schedulerNames, expected replicas, and the migrating and unavailable
 counts per workload, node, namespace and overall, each named in explain's words; skipEvictionGates; the limits'
 arithmetic; and what a source without owners or jobs leaves out."""
@@ -15,8 +15,8 @@ from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import EvictionPlan, Limits, PluginHandle, ProfileEvictor
 from kubectl_desched.model.objects import node_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
-from kubectl_desched.plugins.koordarbitration import max_unavailable, scaled_value
-from kubectl_desched.plugins.migrationcontroller import MigrationController, MigrationControllerArgs
+from kubectl_desched.plugins.koordinator.arbitration import max_unavailable, scaled_value
+from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationController, MigrationControllerArgs
 from tests import builders as b
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
