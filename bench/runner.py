@@ -73,6 +73,8 @@ def old_module(ref: str) -> ModuleType:
                             check=True, capture_output=True, text=True).stdout
     # The acting protocol was called Evictor before it became PodEvictor: let an old runner import it.
     source = source.replace("EvictionResult, Evictor, Stop", "EvictionResult, PodEvictor as Evictor, Stop")
+    # --wait-ready's reader was evictors/workloads.py before the package layout (issue 32).
+    source = source.replace("kubectl_desched.evictors.workloads import", "kubectl_desched.evictors.readiness import")
     path = Path(tempfile.mkdtemp()) / "old_execute.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_execute", path)
