@@ -128,6 +128,24 @@ class Names:
 
 
 @dataclass(frozen=True)
+class Text:
+    """Any one string, for a string arg; `check` (e.g. label_key_problem) says what is wrong with it, or None."""
+
+    metavar: str = "TEXT"
+    check: Callable[[str], str | None] | None = None
+
+    def parse(self, value: Any, flag: str) -> str:
+        text = str(value)
+        problem = self.check(text) if self.check is not None else None
+        if problem:
+            raise UsageError(f"{flag} {shown(text)}: {problem}")
+        return text
+
+    def show(self, raw: Any) -> str:
+        return str(raw)
+
+
+@dataclass(frozen=True)
 class Flag:
     """One flag that sets one arg path of the plugin that declares it. Several plugins may declare the same
     flag (--thresholds, --number-of-nodes) with the same kind of value: the CLI shows it once and sets each."""

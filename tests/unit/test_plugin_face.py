@@ -1,0 +1,72 @@
+"""The plugin author's face: kubectl_desched.framework names everything a plugin imports, loaded on first use,
+and its time and label/taint helpers and plain text flag kind behave as documented."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+import kubectl_desched.framework as face
+from kubectl_desched.errors import UsageError
+from kubectl_desched.model import pod_from_json
+from tests.builders import pod
+
+
+def test_every_name_of_the_face_is_the_object_of_its_home_module() -> None:
+    assert sorted(face.__all__) == sorted(face._MODULE_OF)
+    for name in face.__all__:
+        home = importlib.import_module(face._MODULE_OF[name])
+        assert getattr(face, name) is getattr(home, name), name
+
+
+def test_the_face_has_what_the_plugin_author_had_to_hunt_for() -> None:
+    wanted = {"DeschedulePlugin", "BalancePlugin", "EvictorPlugin", "Handle", "EvictOptions", "PluginArgs",
+              "decode_args", "Namespaces", "LabelSelectorArg", "Duration", "ConfigError", "Node", "Pod", "Taint",
+              "ClusterState", "pod_age", "parse_time", "label_key_problem", "taint_problem", "pod_tolerates_taint",
+              "CliSurface", "Flag", "Switch", "Integer", "Percentages", "Seconds", "DurationText", "Names", "Text"}
+    assert wanted <= set(face.__all__)
+    with pytest.raises(AttributeError):
+        _ = face.NoSuchName  # type: ignore[attr-defined]
+
+
+def test_the_face_is_lazy() -> None:
+    code = "import sys, kubectl_desched.framework; print('kubectl_desched.model' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_pod_age_on_the_given_clock() -> None:
+    p = pod_from_json(pod("p", "n1", started="2026-01-01T00:00:00Z"))
+    assert face.pod_age(p, datetime(2026, 1, 1, 2, tzinfo=UTC)) == 7200.0
+    assert face.pod_age(p, datetime(2025, 12, 31, 23, tzinfo=UTC)) == -3600.0
+    bare = pod("q", "n1")
+    del bare["metadata"]["creationTimestamp"]
+    assert face.pod_age(pod_from_json(bare), datetime(2026, 1, 1, tzinfo=UTC)) is None
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("ToBeDeletedByClusterAutoscaler", None), ("karpenter.sh/disrupted", None), ("example.com/m=kernel-6.8", None),
+    ("k=", None), ("two words", "invalid key: the name part must be letters"), ("", "invalid key: the name part "
+     "must not be empty"), ("Bad.Prefix/name", "invalid key: the prefix before '/' must be a DNS-1123 subdomain"),
+    ("a/b/c", "invalid key: a label key has at most one '/'"), ("k=a b", "invalid value: must be letters"),
+    ("k=" + "v" * 64, "invalid value: must be at most 63 characters")])
+def test_taint_problem(text: str, problem: str | None) -> None:
+    got = face.taint_problem(text)
+    assert got is None if problem is None else (got or "").startswith(problem)
+
+
+def test_text_flag_kind() -> None:
+    plain = face.Text()
+    assert plain.parse("any thing", "--note") == "any thing"
+    assert plain.show("x") == "x"
+    checked = face.Text(metavar="KEY", check=face.label_key_problem)
+    assert checked.parse("example.com/zone", "--zone-label") == "example.com/zone"
+    with pytest.raises(UsageError, match=r"^--zone-label 'a/b/c': a label key has at most one '/'$"):
+        checked.parse("a/b/c", "--zone-label")
+    args: dict[str, object] = {}
+    face.Flag("--zone-label", "zone.label", "the zone label", checked).set(args, "zone")
+    assert args == {"zone": {"label": "zone"}}
