@@ -5,29 +5,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from cordoned_fixtures import PLUGIN, node, pdb, pod
+from cordoned_fixtures import PLUGIN
 from kubectl_desched_cordoned import RemovePodsFromCordonedNodes
 
-from kubectl_desched.framework.registry import ENTRY_POINT_GROUP
-from kubectl_desched.plugins import full_registry
+from kubectl_desched.framework import ENTRY_POINT_GROUP
+from kubectl_desched.testing import desched, node, pdb, pod, registry, snapshot, taint
 
-CA_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "1762160000", "effect": "NoSchedule"}
-
-
-def desched(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kubectl_desched", *args], capture_output=True, text=True,
-                          timeout=120, check=False, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+CA_TAINT = taint("ToBeDeletedByClusterAutoscaler", "1762160000")
 
 
 @pytest.fixture
-def snapshot(tmp_path: Path) -> str:
+def snapshot_file(tmp_path: Path) -> str:
     """Two cordoned nodes (one with a PDB-guarded pod), one node the autoscaler is removing, one healthy node."""
     objs = [node("cordoned-1", cordoned=True), node("cordoned-2", cordoned=True),
             node("scaling-down", taints=[CA_TAINT]), node("healthy"),
@@ -39,7 +33,7 @@ def snapshot(tmp_path: Path) -> str:
             pod("api-1", "healthy", namespace="shop"),
             pdb("db", {"app": "db"}, namespace="shop", allowed=0)]  # db-0: kept unless --no-respect-pdbs
     path = tmp_path / "snapshot.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
+    path.write_text(yaml.safe_dump(snapshot(objs)))
     return str(path)
 
 
@@ -55,12 +49,12 @@ def test_registered_through_its_entry_point() -> None:
     (ep,) = [e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == PLUGIN]
     assert ep.dist is not None and ep.dist.name == "kubectl-desched-cordoned"
     assert ep.load() is RemovePodsFromCordonedNodes
-    registry = full_registry()
-    spec = registry.get(PLUGIN)
+    found = registry()
+    spec = found.get(PLUGIN)
     assert spec.factory is RemovePodsFromCordonedNodes
     assert spec.points == ("deschedule",)
     assert spec.origin == f"kubectl-desched-cordoned (entry point {PLUGIN})"
-    assert not [line for line in registry.broken if PLUGIN in line]
+    assert not [line for line in found.broken if PLUGIN in line]
 
 
 def test_plugins_command_lists_it_with_its_defaults() -> None:
@@ -85,28 +79,28 @@ def test_plugins_command_lists_it_with_its_defaults() -> None:
 # --- from flags -----------------------------------------------------------------------------------------------------
 
 
-def test_deschedule_with_the_plugin_flag(snapshot: str) -> None:
-    got = candidates(desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json"))
+def test_deschedule_with_the_plugin_flag(snapshot_file: str) -> None:
+    got = candidates(desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "-o", "json"))
     cordoned = "node is cordoned (spec.unschedulable)"
     assert got == [("web-2", "cordoned-1", cordoned), ("web-1", "cordoned-1", cordoned)]  # priority 0 before 100
     # db-0's PDB allows no disruption: kept, unless PDBs are ignored as upstream's dry run ignores them.
-    loose = candidates(desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json",
+    loose = candidates(desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "-o", "json",
                                "--no-respect-pdbs"))
     assert loose == [*got, ("db-0", "cordoned-2", cordoned)]
 
 
-def test_args_flag_adds_drain_taints_and_limits_apply(snapshot: str) -> None:
-    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+def test_args_flag_adds_drain_taints_and_limits_apply(snapshot_file: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
                    "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
     assert [(p, n) for p, n, _ in candidates(proc)] == [("web-2", "cordoned-1"), ("batch-1", "scaling-down")]
     assert candidates(proc)[1][2] == "node has drain taint ToBeDeletedByClusterAutoscaler=1762160000:NoSchedule"
 
 
-def test_its_own_flag_sets_drain_taints(snapshot: str) -> None:
+def test_its_own_flag_sets_drain_taints(snapshot_file: str) -> None:
     """--drain-taints comes from the plugin's declaration: the same plan as --args, without touching the CLI."""
-    by_flag = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+    by_flag = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
                       "--drain-taints", "ToBeDeletedByClusterAutoscaler", "-o", "json")
-    by_args = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
+    by_args = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--max-pods-per-node", "1",
                       "--args", f'{PLUGIN}={{"drainTaints": ["ToBeDeletedByClusterAutoscaler"]}}', "-o", "json")
     assert candidates(by_flag) == candidates(by_args)
     assert [n for _, n, _ in candidates(by_flag)] == ["cordoned-1", "scaling-down"]
@@ -121,16 +115,16 @@ def test_its_flags_are_in_help_of_the_commands_that_run_it() -> None:
     assert "--drain-taints" not in desched("balance", "--help").stdout  # a Deschedule plugin's flag
 
 
-def test_a_bad_flag_value_names_the_flag(snapshot: str) -> None:
-    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--drain-taints", "two words")
+def test_a_bad_flag_value_names_the_flag(snapshot_file: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-taints", "two words")
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: drainTaints[0]: 'two words' is not a taint "
                                                  "key or key=value\n")
-    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "--drain-taints", "a,,b")
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-taints", "a,,b")
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: empty item in 'a,,b'\n")
 
 
-def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:
-    proc = desched("deschedule", "--from-file", snapshot, "-n", "shop", "--plugin", PLUGIN, "--no-respect-pdbs")
+def test_table_output_shows_reasons_and_pdb_warning(snapshot_file: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot_file, "-n", "shop", "--plugin", PLUGIN, "--no-respect-pdbs")
     assert proc.returncode == 0, proc.stderr
     assert "3 candidate pod(s):" in proc.stdout
     assert "node is cordoned (spec.unschedulable) [1]" in proc.stdout  # db-0's PDB allows no disruption
@@ -138,16 +132,17 @@ def test_table_output_shows_reasons_and_pdb_warning(snapshot: str) -> None:
     assert "nothing can be evicted" in proc.stdout
 
 
-def test_bad_args_flag_is_one_line_naming_the_field(snapshot: str) -> None:
-    proc = desched("deschedule", "--from-file", snapshot, "-A", "--plugin", PLUGIN,
+def test_bad_args_flag_is_one_line_naming_the_field(snapshot_file: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN,
                    "--args", f'{PLUGIN}={{"drainTaints": ["no spaces allowed"]}}')
     assert proc.returncode == 2
     assert proc.stderr == (f"error: --args {PLUGIN}: drainTaints[0]: 'no spaces allowed' is not a taint key or "
                            "key=value\n")
 
 
-def test_explain_node_with_the_plugin(snapshot: str) -> None:
-    proc = desched("explain", "node", "cordoned-1", "--from-file", snapshot, "-A", "--plugin", PLUGIN, "-o", "json")
+def test_explain_node_with_the_plugin(snapshot_file: str) -> None:
+    proc = desched("explain", "node", "cordoned-1", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN,
+                   "-o", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["plugins"] == [{"plugin": PLUGIN, "class": "draining",
@@ -166,7 +161,7 @@ def _policy(tmp_path: Path, doc: dict[str, Any]) -> str:
     return str(path)
 
 
-def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path: Path) -> None:
+def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot_file: str, tmp_path: Path) -> None:
     policy = _policy(tmp_path, {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "maxNoOfPodsToEvictTotal": 10,
         "profiles": [{"name": "maintenance",
@@ -175,7 +170,7 @@ def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path
                                        {"name": PLUGIN, "args": {"drainTaints": ["ToBeDeletedByClusterAutoscaler"],
                                                                  "namespaces": {"exclude": ["jobs"]}}}],
                       "plugins": {"deschedule": {"enabled": ["RemoveFailedPods", PLUGIN]}}}]})
-    proc = desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json")
+    proc = desched("run", "--policy", policy, "--from-file", snapshot_file, "-o", "json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     assert [(c["pod"], c["plugin"]) for c in doc["candidates"]] == [
@@ -183,7 +178,7 @@ def test_run_policy_with_in_tree_and_out_of_tree_plugins(snapshot: str, tmp_path
     assert doc["policy"]["profiles"][0]["deschedule"] == ["RemoveFailedPods", PLUGIN]
 
 
-def test_koordinator_configuration_runs_it_too(snapshot: str, tmp_path: Path) -> None:
+def test_koordinator_configuration_runs_it_too(snapshot_file: str, tmp_path: Path) -> None:
     policy = _policy(tmp_path, {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
         # EvictDirectly: Koordinator's default ReservationFirst only moves koord-scheduler's pods.
@@ -191,16 +186,16 @@ def test_koordinator_configuration_runs_it_too(snapshot: str, tmp_path: Path) ->
                                                         {"name": "MigrationController",
                                                          "args": {"defaultJobMode": "EvictDirectly"}}],
                       "plugins": {"deschedule": {"enabled": [{"name": PLUGIN}]}}}]})
-    got = candidates(desched("run", "--policy", policy, "--from-file", snapshot, "-o", "json"))
+    got = candidates(desched("run", "--policy", policy, "--from-file", snapshot_file, "-o", "json"))
     assert [p for p, _, _ in got] == ["web-2", "web-1"]
 
 
-def test_bad_args_in_a_policy_name_file_and_path(snapshot: str, tmp_path: Path) -> None:
+def test_bad_args_in_a_policy_name_file_and_path(snapshot_file: str, tmp_path: Path) -> None:
     policy = _policy(tmp_path, {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
         "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN, "args": {"includeTolerating": "sometimes"}}],
                       "plugins": {"deschedule": {"enabled": [PLUGIN]}}}]})
-    proc = desched("run", "--policy", policy, "--from-file", snapshot)
+    proc = desched("run", "--policy", policy, "--from-file", snapshot_file)
     assert proc.returncode == 2
     assert proc.stderr == (f"error: {policy}: profiles[0].pluginConfig[0].args.includeTolerating: "
                            "must be a boolean, not 'sometimes'\n")

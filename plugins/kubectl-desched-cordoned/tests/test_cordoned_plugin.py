@@ -6,29 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cordoned_fixtures import PLUGIN, node, pdb, plan_for, pod
+from cordoned_fixtures import PLUGIN, plan_for
 from kubectl_desched_cordoned import RemovePodsFromCordonedNodes, RemovePodsFromCordonedNodesArgs
 
-from kubectl_desched.errors import ConfigError
-from kubectl_desched.framework.args import decode_args
-from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.framework.policy_decoder import decode_policy
-from kubectl_desched.plugins import full_registry
-from kubectl_desched.ui.explain import Verdicts
+from kubectl_desched.framework import ConfigError, decode_args
+from kubectl_desched.testing import node, pdb, picked, pod, policy, verdict
 
 CORDONED = "node is cordoned (spec.unschedulable)"
 TOLERATE_CORDON = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
 CA_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "1762160000", "effect": "NoSchedule"}
-
-
-def picked(plan: EvictionPlan) -> dict[str, str]:
-    return {c.pod.name: c.reason for c in plan.candidates}
-
-
-def verdict(plan: EvictionPlan, name: str, namespace: str = "default") -> tuple[str, str]:
-    found = plan.state.find_pod(namespace, name)
-    assert found is not None
-    return Verdicts(plan).of(found)
 
 
 CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, str]]] = [
@@ -178,9 +164,9 @@ def test_policy_errors_give_the_whole_path_and_unknown_fields_warn() -> None:
         "name": "drain", "plugins": {"deschedule": {"enabled": [PLUGIN]}},
         "pluginConfig": [{"name": PLUGIN, "args": {"drainTaints": ["bad key"]}}]}]}
     with pytest.raises(ConfigError) as err:
-        decode_policy(raw, full_registry(), "policy.yaml")
+        policy(raw, "policy.yaml")
     assert str(err.value) == ("policy.yaml: profiles[0].pluginConfig[0].args.drainTaints[0]: "
                               "'bad key' is not a taint key or key=value")
     raw["profiles"][0]["pluginConfig"][0]["args"] = {"drainTaint": ["typo"]}
-    policy = decode_policy(raw, full_registry(), "policy.yaml")
-    assert policy.warnings == ["policy.yaml: profiles[0].pluginConfig[0].args.drainTaint: unknown field, ignored"]
+    assert policy(raw, "policy.yaml").warnings == [
+        "policy.yaml: profiles[0].pluginConfig[0].args.drainTaint: unknown field, ignored"]
