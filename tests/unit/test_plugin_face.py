@@ -3,10 +3,14 @@ and its time and label/taint helpers and plain text flag kind behave as document
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
+import tomllib
 from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +74,36 @@ def test_text_flag_kind() -> None:
     args: dict[str, object] = {}
     face.Flag("--zone-label", "zone.label", "the zone label", checked).set(args, "zone")
     assert args == {"zone": {"label": "zone"}}
+
+
+ROOT = Path(__file__).resolve().parents[2]
+FACES = {"kubectl_desched.framework", "kubectl_desched.testing"}
+
+
+def test_py_typed_ships_with_the_package() -> None:
+    assert resources.files("kubectl_desched").joinpath("py.typed").is_file()
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "py.typed" in setuptools["package-data"]["kubectl_desched"]
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m.split(".")[0] == "kubectl_desched"}
+
+
+def test_the_example_plugins_import_only_the_faces() -> None:
+    files = sorted(ROOT.glob("plugins/*/**/*.py"))
+    assert files
+    for path in files:
+        allowed = FACES if "tests" in path.relative_to(ROOT).parts else {"kubectl_desched.framework"}
+        assert _imports(path) <= allowed, path
+
+
+def test_the_test_command_checks_the_example_plugins_strictly() -> None:
+    script = (ROOT / "scripts" / "test").read_text()
+    assert '"$venv/bin/mypy" --strict --follow-imports=silent "$dist"' in script

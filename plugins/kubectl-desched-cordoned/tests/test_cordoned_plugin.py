@@ -160,7 +160,7 @@ def test_valid_taint_keys() -> None:
 
 
 def test_policy_errors_give_the_whole_path_and_unknown_fields_warn() -> None:
-    raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
+    raw: dict[str, Any] = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
         "name": "drain", "plugins": {"deschedule": {"enabled": [PLUGIN]}},
         "pluginConfig": [{"name": PLUGIN, "args": {"drainTaints": ["bad key"]}}]}]}
     with pytest.raises(ConfigError) as err:
