@@ -217,7 +217,7 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
         policy = decode_policy(apply_patch(raw, patch_text(flags.policy_patch)), registry, "flags with --policy-patch")
     else:
         for spec, _use, args in [(evictor, "filter", evictor_args), *plugins]:
-            _check_args(spec, args, extra.get(spec.name, {}))
+            _check_args(spec, args, extra.get(spec.name, {}), flags.values)
         try:
             policy = decode_policy(raw, registry, "flags")
         except ConfigError as e:
@@ -234,7 +234,7 @@ def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
     policy.limits.keep_futile = flags.keep_futile
 
 
-def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any]) -> None:
+def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any], values: Mapping[str, Any]) -> None:
     """Args from flags that do not decode are the error of the flag that set them, as the plugin declares."""
     from kubectl_desched.framework.args import decode_args
 
@@ -243,4 +243,4 @@ def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any]) -
     try:
         decode_args(spec.args_type, args, "", [])
     except ConfigError as e:
-        raise UsageError(spec.cli.flag_error(spec.name, e, given)) from None
+        raise UsageError(spec.cli.flag_error(spec.name, e, given, values)) from None

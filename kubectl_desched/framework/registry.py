@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -14,6 +15,7 @@ from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args, encode_args, json_key
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
+from kubectl_desched.shapes import shown
 
 ENTRY_POINT_GROUP = "kubectl_desched.plugins"
 
@@ -99,13 +101,37 @@ def _check_cli(surface: Any, args_type: type | None, plugin: str) -> None:
     if args_type is None:
         return
     warnings: list[str] = []
+    from_flags = surface.args({}, {})
     try:
-        decode_args(args_type, surface.args({}, {}), "", warnings)
+        decode_args(args_type, from_flags, "", warnings)
     except ConfigError as e:
-        if surface.defaults:  # without declared defaults, a plugin whose args need a value needs --args
+        if surface.defaults:
             raise TypeError(f"{plugin}: its defaults from flags do not decode: {e}") from None
+        # Without declared defaults, an arg left empty may need a value (--args); a default that is set and fails
+        # the plugin's own validation is a bug of the plugin, said now rather than blamed on a flag at run time.
+        value = _at(encode_args({**encode_args(args_type()), **from_flags}), e.path)
+        if value not in _UNSET:
+            raise TypeError(f"{plugin}: args {args_type.__name__}: the default {e.path} {shown(value)} fails its "
+                            f"own validation: {e.message}") from None
     if warnings:
         raise TypeError(f"{plugin}: its defaults from flags: {warnings[0]}")
+
+
+_UNSET: tuple[Any, ...] = (None, "", 0, False, [], {})  # `value in _UNSET`: 0.0 and False match 0 too
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a ConfigError's path (`a.b[2]`) in JSON-shaped args; None where there is none, or no path."""
+    if not path:
+        return None
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("[") and isinstance(value, list) and int(part[1:-1]) < len(value):
+            value = value[int(part[1:-1])]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return None
+    return value
 
 
 class Registry:

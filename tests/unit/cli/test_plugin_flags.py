@@ -78,6 +78,31 @@ def test_errors_name_the_flag_or_args_that_set_the_value(acme: Path) -> None:
     assert out_of_range.exit_code == 2 and "Invalid value for '--min-keep': must be from 0 to" in out_of_range.output
 
 
+def test_an_arg_no_flag_set_is_not_blamed_on_its_flag(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    @dataclass
+    class NeedsArgs(PluginArgs):
+        min_keep: int = 0  # left empty: the user must give it
+
+        def validate(self, path: str) -> None:
+            if self.min_keep < 1:
+                raise ConfigError("minKeep", f"must be at least 1, not {self.min_keep}")
+
+    class Needs(AcmeKeep):
+        name = "AcmeNeeds"
+        args_type = NeedsArgs
+        cli = CliSurface(flags=(Flag("--min-keep", "minKeep", "pods to keep per node", Integer()),))
+
+    spec = PluginSpec.of(Needs)  # an empty default that fails is a value to give, not a broken plugin
+    monkeypatch.setattr(plugins, "full_registry", lambda: Registry([*full_registry(), spec]))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(b.cluster(b.node("n1"), b.node("n2"))))
+    base = ["deschedule", "--from-file", "snap.yaml", "-A", "--plugin", "AcmeNeeds"]
+    result = CliRunner().invoke(cli, base)
+    assert str(result.exception) == "AcmeNeeds: minKeep: must be at least 1, not 0 (set it with --min-keep or " \
+                                    "--args AcmeNeeds)"
+    assert "keeping 2" in CliRunner().invoke(cli, [*base, "--min-keep", "2"]).output
+
+
 def test_a_flag_another_option_or_plugin_has_is_left_out_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     class Clash(AcmeKeep):
         name = "AcmeClash"

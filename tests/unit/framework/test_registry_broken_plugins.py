@@ -65,6 +65,27 @@ class AcmeBadArgs(DeschedulePlugin):
         pass
 '''
 
+BAD_DEFAULT = '''
+from dataclasses import dataclass
+from kubectl_desched.framework import CliSurface, ConfigError, DeschedulePlugin, Flag, Integer, PluginArgs
+
+@dataclass
+class DrainingArgs(PluginArgs):
+    min_pod_age_seconds: int = -1  # a default its own validation refuses
+
+    def validate(self, path):
+        if self.min_pod_age_seconds < 0:
+            raise ConfigError("minPodAgeSeconds", f"must be a non-negative integer, not {self.min_pod_age_seconds}")
+
+class AcmeBadDefault(DeschedulePlugin):
+    name = "AcmeBadDefault"
+    args_type = DrainingArgs
+    cli = CliSurface(flags=(Flag("--draining-min-pod-age", "minPodAgeSeconds", "minimum age", Integer()),))
+
+    def deschedule(self, nodes):
+        pass
+'''
+
 
 def install(site: Path, dist: str, module: str, source: str, entry_points: dict[str, str]) -> None:
     """What pip leaves in site-packages: the module, and NAME-VERSION.dist-info with METADATA and entry_points.txt."""
@@ -110,6 +131,13 @@ BREAKAGES = {
         "warning: out-of-tree plugin AcmeBadArgs from acme-bad-args (entry point AcmeBadArgs): TypeError: "
         "AcmeBadArgs: args AcmeArgs: cannot be built from its defaults: TypeError: AcmeArgs.__init__() missing 1 "
         "required positional argument: 'threshold'"),
+    "a default that fails its own validation": (
+        lambda site: install(site, "acme-bad-default", "acme_bad_default", BAD_DEFAULT,
+                             {"AcmeBadDefault": "acme_bad_default:AcmeBadDefault"}),
+        "AcmeBadDefault",
+        "warning: out-of-tree plugin AcmeBadDefault from acme-bad-default (entry point AcmeBadDefault): TypeError: "
+        "AcmeBadDefault: args DrainingArgs: the default minPodAgeSeconds -1 fails its own validation: must be a "
+        "non-negative integer, not -1"),
 }
 
 
@@ -160,7 +188,8 @@ def test_broken_plugin_is_one_warning_and_the_good_ones_work(breakage: str, site
                    ("failed", "RemoveFailedPods", "failed with reason Evicted")]
 
 
-@pytest.mark.parametrize("breakage", ["import error", "args that cannot be built"])
+@pytest.mark.parametrize("breakage", ["import error", "args that cannot be built",
+                                      "a default that fails its own validation"])
 def test_asking_for_a_broken_plugin_says_why_it_is_missing(breakage: str, site: Path, tmp_path: Path) -> None:
     add_broken, name, warning = BREAKAGES[breakage]
     add_broken(site)
