@@ -64,7 +64,7 @@ class _Shared:
         heading = EVICTOR_FILTERS if all("filter" in s.points for s, _ in self.uses) else PLUGINS
         by_text: dict[str, list[str]] = {}
         for spec, flag in self.uses:
-            default = spec.cli.default_text(flag)
+            default = spec.default_text(flag)
             text = flag.help.rstrip(".") + (f" [default: {default}]" if default else "")
             by_text.setdefault(text, []).append(spec.name)
         help_text = "; ".join(f"{', '.join(names)}: {text}" for text, names in by_text.items()) + "."

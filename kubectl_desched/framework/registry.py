@@ -13,7 +13,7 @@ from typing import Any, get_type_hints
 
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args, encode_args, json_key
-from kubectl_desched.framework.flags import CliSurface
+from kubectl_desched.framework.flags import CliSurface, Flag, Switch
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
 from kubectl_desched.shapes import shown
 
@@ -58,6 +58,20 @@ class PluginSpec:
             _check_cli(plugin.cli, plugin.args_type, name)
         doc = plugin.description or ((plugin.__doc__ or "").strip().splitlines() or [""])[0]
         return cls(name, plugin, plugin.args_type, tuple(points), origin, doc, plugin.cli)
+
+    def default_text(self, flag: Flag) -> str | None:
+        """The default --help shows for one of its flags: what a run without the flag gives that arg, from the
+        CliSurface's defaults or else the args type's own, so a plugin need not repeat them in CliSurface."""
+        text = self.cli.default_text(flag)
+        if text is not None or flag.default_help is not None or self.args_type is None:
+            return text
+        try:
+            value = _at(encode_args(self.args_type()), flag.path)
+        except Exception:  # an args type that cannot be built from its defaults is reported when it loads
+            return None
+        if value is None or (isinstance(flag.value, Switch) and value != flag.value.value):
+            return None  # unset, or a switch that is off: nothing worth a [default: ...]
+        return flag.value.show(value) or None
 
     def args_from_flags(self) -> Any:
         """The args a run from flags gives it when none of its flags is given (what `plugins` lists); its

@@ -14,7 +14,7 @@ from kubectl_desched import plugins
 from kubectl_desched.cli.main import cli
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, PluginArgs, PluginSpec, Registry
-from kubectl_desched.framework.flags import CliSurface, Flag, Integer
+from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch, Text
 from kubectl_desched.model.objects import Node
 from kubectl_desched.plugins import full_registry
 from tests import builders as b
@@ -66,6 +66,33 @@ def test_a_declared_flag_sets_the_arg_and_its_default_shows_in_help(acme: Path) 
     run = ["deschedule", "--from-file", "snap.yaml", "-A", "--plugin", "AcmeKeep", "-o", "json"]
     assert "AcmeKeep: keeping 3" in CliRunner().invoke(cli, run[:-2]).output
     assert "AcmeKeep: keeping 7" in CliRunner().invoke(cli, [*run[:-2], "--min-keep", "7"]).output
+
+
+def test_help_shows_the_args_own_defaults_without_repeating_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    @dataclass
+    class TextArgs(PluginArgs):
+        min_keep: int = 4
+        zone_label: str = "topology.kubernetes.io/zone"
+        strict: bool = False
+        loose: bool = True
+        note: str | None = None
+
+    class Plain(AcmeKeep):
+        name = "AcmePlain"
+        args_type = TextArgs
+        cli = CliSurface(flags=(Flag("--keep", "minKeep", "pods to keep per node", Integer()),
+                                Flag("--zone-label", "zoneLabel", "the zone label", Text(metavar="KEY")),
+                                Flag("--strict", "strict", "refuse more"),
+                                Flag("--tight", "loose", "refuse less", Switch(False)),
+                                Flag("--note", "note", "a note", Text())))
+
+    monkeypatch.setattr(plugins, "full_registry", lambda: Registry([*full_registry(), PluginSpec.of(Plain)]))
+    text = _help("deschedule")
+    assert "--keep N AcmePlain: pods to keep per node [default: 4]." in text
+    assert "--zone-label KEY AcmePlain: the zone label [default: topology.kubernetes.io/zone]." in text
+    assert "--strict AcmePlain: refuse more." in text  # a switch that is off by default says nothing
+    assert "--tight AcmePlain: refuse less." in text  # nor one whose arg is not yet what it sets
+    assert "--note TEXT AcmePlain: a note." in text  # an unset arg has no default to show
 
 
 def test_errors_name_the_flag_or_args_that_set_the_value(acme: Path) -> None:
