@@ -75,7 +75,8 @@ class _Shared:
         return option(heading, self.flag.name, self.flag.dest, help=help_text, **kind)
 
 
-def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]) -> list[click.Option]:
+def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str], *,
+                    quiet: bool = False) -> list[click.Option]:
     """The flags the plugins of these extension points declare, one option per flag name. A flag that another
     option already has, or that a second plugin declares with another kind of value, is left out with a warning."""
     shared: dict[str, _Shared] = {}
@@ -85,11 +86,13 @@ def _plugin_options(ctx: click.Context, points: tuple[str, ...], taken: set[str]
         for flag in spec.cli.flags:
             known = shared.get(flag.name)
             if flag.name in taken or flag.dest in taken:
-                click.echo(f"warning: plugin {spec.name}: flag {flag.name} is taken by another option; left out",
-                           err=True)
+                if not quiet:
+                    click.echo(f"warning: plugin {spec.name}: flag {flag.name} is taken by another option; left out",
+                               err=True)
             elif known and known.flag.value != flag.value:
-                click.echo(f"warning: plugin {spec.name}: flag {flag.name} takes another kind of value than "
-                           f"{known.uses[0][0].name}'s; left out", err=True)
+                if not quiet:
+                    click.echo(f"warning: plugin {spec.name}: flag {flag.name} takes another kind of value than "
+                               f"{known.uses[0][0].name}'s; left out", err=True)
             elif known:
                 known.uses.append((spec, flag))
             else:
@@ -136,12 +139,15 @@ class PluginGroup:
         self.static = [*POLICY, *(FROM_FLAGS if points else []), *LIMIT_OPTIONS]
 
     def extra(self, ctx: click.Context) -> list[click.Option]:
-        if not self.points:
-            return []
         cached = ctx.meta.setdefault("kubectl_desched.plugin_options", {})
         if self.points not in cached:
             taken = {n for p in ctx.command.params for n in (*p.opts, *p.secondary_opts, p.name or "")}
-            cached[self.points] = _plugin_options(ctx, (*self.points, "filter", "preEvictionFilter"), taken)
+            # `run` (no points) takes every plugin's flags, hidden, only to say whose flag one is beside --policy
+            points = self.points or ("deschedule", "balance")
+            found = _plugin_options(ctx, (*points, "filter", "preEvictionFilter"), taken, quiet=not self.points)
+            for o in found:
+                o.hidden = not self.points
+            cached[self.points] = found
         return cached[self.points]
 
     def parse(self, ctx: click.Context, params: dict[str, Any]) -> PluginFlags:
@@ -186,16 +192,24 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     from kubectl_desched.framework.policy_decoder import apply_patch, decode_policy, policy_from_plugins
 
     if flags.policy_file:
-        given = [*(["--plugin"] if flags.plugins else []), *(["--args"] if flags.plugin_args else []), *flags.values]
+        given = [*(["--plugin"] if flags.plugins else []), *(["--args"] if flags.plugin_args else [])]
         if given:
             raise UsageError(f"{given[0]} does not combine with --policy; use --policy-patch")
         policy = load_policy(flags.policy_file, registry, flags.policy_patch)
+        if flags.values:
+            raise UsageError(_flag_beside_policy(registry, next(iter(flags.values)), policy, flags.policy_file))
         policy.limits.per_node = flags.limits.get("maxNoOfPodsToEvictPerNode", policy.limits.per_node)
         policy.limits.per_namespace = flags.limits.get("maxNoOfPodsToEvictPerNamespace", policy.limits.per_namespace)
         policy.limits.total = flags.limits.get("maxNoOfPodsToEvictTotal", policy.limits.total)
         _tool_limits(policy, flags)
         return policy
     names = list(flags.plugins or default)
+    for flag_name in flags.values:
+        owners = _owners(registry, flag_name)
+        if owners and not any(s.name in names or s.name == DEFAULT_EVICTOR for s, _ in owners):
+            add = " or ".join(f"--plugin {s.name}" for s, _ in owners)
+            which = "which is not enabled" if len(owners) == 1 else "none of which is enabled"
+            raise UsageError(f"{flag_name} is a flag of {_plugin_names(owners)}, {which}: add {add}")
     extra = checks.plugin_args(flags.plugin_args)
     for name in extra:
         if name not in names and name != DEFAULT_EVICTOR:
@@ -225,6 +239,30 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     policy.from_file = False
     _tool_limits(policy, flags)
     return policy
+
+
+def _owners(registry: Registry, flag_name: str) -> list[tuple[PluginSpec, Flag]]:
+    return [(s, f) for s in registry for f in s.cli.flags if f.name == flag_name]
+
+
+def _plugin_names(owners: list[tuple[PluginSpec, Flag]]) -> str:
+    names = [s.name for s, _ in owners]
+    return f"plugin {names[0]}" if len(names) == 1 else f"plugins {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _flag_beside_policy(registry: Registry, flag_name: str, policy: Policy, file: str) -> str:
+    """A plugin flag given with --policy: whose flag it is, and whether the policy runs that plugin, so the user
+    knows where the value belongs instead of reading a bare refusal."""
+    owners = _owners(registry, flag_name)
+    enabled = {u.spec.name for p in policy.profiles
+               for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters)}
+    for spec, flag in owners:
+        if spec.name in enabled:
+            return (f"{flag_name} is a flag of plugin {spec.name}, which {file} enables: set {flag.path} in its args "
+                    "there, or with --policy-patch")
+    if len(owners) > 1:
+        return f"{flag_name} is a flag of {_plugin_names(owners)}, none of which {file} enables"
+    return f"{flag_name} is a flag of {_plugin_names(owners)}, which {file} does not enable"
 
 
 def _tool_limits(policy: Policy, flags: PluginFlags) -> None:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from kubectl_desched import plugins
 from kubectl_desched.cli.main import cli
-from kubectl_desched.errors import ConfigError
+from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework import DeschedulePlugin, PluginArgs, PluginSpec, Registry
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch, Text
 from kubectl_desched.model.objects import Node
@@ -185,9 +185,46 @@ def test_a_command_takes_only_the_flags_of_the_plugins_it_runs(args: list[str], 
 
 def test_evictor_filter_flags_do_not_combine_with_a_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "p.yaml").write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
+            "name": "p", "plugins": {"balance": {"enabled": ["LowNodeUtilization"]}},
+            "pluginConfig": [{"name": "LowNodeUtilization",
+                              "args": {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}}]}]}))
     result = CliRunner().invoke(cli, ["balance", "--policy", "p.yaml", "--node-fit", "--from-file", "x", "-A"])
-    assert str(result.exception) == "--node-fit does not combine with --policy; use --policy-patch"
+    assert str(result.exception) == ("--node-fit is a flag of plugin DefaultEvictor, which p.yaml enables: set "
+                                     "nodeFit in its args there, or with --policy-patch")
+
+
+POLICY = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
+    "name": "p", "plugins": {"deschedule": {"enabled": ["AcmeKeep"]}}, "pluginConfig": [{"name": "AcmeKeep"}]}]}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["deschedule", "--min-keep", "2"], "--min-keep is a flag of plugin AcmeKeep, which is not enabled: add "
+                                        "--plugin AcmeKeep"),
+    (["explain", "node", "n1", "--plugin", "PodLifeTime", "--min-keep", "2"],
+     "--min-keep is a flag of plugin AcmeKeep, which is not enabled: add --plugin AcmeKeep"),
+    (["balance", "--plugin", "HighNodeUtilization", "--target-thresholds", "cpu=50"],
+     "--target-thresholds is a flag of plugins LowNodeLoad and LowNodeUtilization, none of which is enabled: add "
+     "--plugin LowNodeLoad or --plugin LowNodeUtilization"),
+    (["run", "--policy", "p.yaml", "--min-keep", "2"], "--min-keep is a flag of plugin AcmeKeep, which p.yaml "
+     "enables: set minKeep in its args there, or with --policy-patch"),
+    (["deschedule", "--policy", "p.yaml", "--min-keep", "2"], "--min-keep is a flag of plugin AcmeKeep, which p.yaml "
+     "enables: set minKeep in its args there, or with --policy-patch"),
+    (["run", "--policy", "other.yaml", "--min-keep", "2"], "--min-keep is a flag of plugin AcmeKeep, which "
+                                                           "other.yaml does not enable"),
+    (["run", "--policy", "other.yaml", "--thresholds", "cpu=2"], "--thresholds is a flag of plugins "
+     "HighNodeUtilization, LowNodeLoad and LowNodeUtilization, none of which other.yaml enables"),
+])
+def test_a_plugin_flag_without_its_plugin_says_whose_it_is(acme: Path, args: list[str], message: str) -> None:
+    (acme / "p.yaml").write_text(yaml.safe_dump(POLICY))
+    other = {**POLICY, "profiles": [{"name": "p", "plugins": {"deschedule": {"enabled": ["PodLifeTime"]}},
+                                     "pluginConfig": [{"name": "PodLifeTime", "args": {"states": ["Pending"]}}]}]}
+    (acme / "other.yaml").write_text(yaml.safe_dump(other))
+    result = CliRunner().invoke(cli, [*args, "--from-file", "snap.yaml", "-A"])
+    assert isinstance(result.exception, UsageError) and result.exception.exit_code == 2
+    assert str(result.exception) == message
+    assert "--min-keep" not in _help("run")  # accepted by run only to say whose flag it is
 
 
 def test_help_groups_flags_under_headings_and_ends_with_examples() -> None:
