@@ -19,6 +19,7 @@ from kubectl_desched.app.scope import default_namespace
 from kubectl_desched.app.text import error, plan_text, results_summary, warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
+from kubectl_desched.framework.failures import PluginFailed
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
@@ -159,7 +160,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
                previous: tuple[int, float] | None) -> _Round:
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   all_pods=filters_read_other_nodes(policy) is not None)
-    plan = run(policy, loaded.state, loaded.scope)
+    plan = _run(opts, policy, loaded.state, loaded.scope)
     nodes = considered_nodes(plan.state, policy, loaded.scope)
     placement = plan.placement if plan.candidates else None  # worked out move by move as the plan was made
     measure = _measure(plan, nodes)
@@ -176,8 +177,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
             click.echo(paint(f"Round {number}", None, bold=True))
         pager.show(plan_text(plan, policy, loaded.state.source, loaded.scope_text, nodes, paint,
                              opts.output == "wide", placement, opts.view, advice_lines(advice)), opts.pager)
-    for e in plan.errors:
-        error(e)
+    _errors(plan, opts)
 
     results: list[EvictionResult] | None = None
     runner: EvictionRunner | None = None
@@ -259,7 +259,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
-    plan = run(policy, loaded.state, loaded.scope)
+    plan = _run(opts, policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
     return _show_explanation(plan, doc, explain_pod_text, opts)
 
@@ -279,7 +279,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     node = loaded.state.nodes.get(node_name)
     if node is None:
         raise DeschedError(f'node "{node_name}" not found')
-    plan = run(policy, loaded.state, loaded.scope, one_node=one_node)
+    plan = _run(opts, policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(plan.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered, narrowed)
     return _show_explanation(plan, doc, explain_node_text, opts)
@@ -287,10 +287,30 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
 
 def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable[[dict[str, Any]], str],
                       opts: Options) -> int:
-    for e in plan.errors:
-        error(e)
+    _errors(plan, opts)
     if not is_text(opts.output):
         emit(doc, opts.output, opts.view)
     else:
         pager.show(as_text(doc), opts.pager)
     return 1 if plan.errors else 0
+
+
+TRACE_LEVEL = 6  # -v at which a failing plugin's traceback is shown, as kubectl's -v 6 shows each request
+
+
+def _run(opts: Options, *args: Any, **kw: Any) -> EvictionPlan:
+    """The plan; a plugin that cannot start ends the command, with its traceback first at -v 6 and above."""
+    try:
+        return run(*args, **kw)
+    except PluginFailed as e:
+        if opts.access.verbosity >= TRACE_LEVEL:
+            click.echo(e.trace, err=True)
+        raise
+
+
+def _errors(plan: EvictionPlan, opts: Options) -> None:
+    """The plan's error lines, each after its traceback at -v 6 and above."""
+    for e in plan.errors:
+        if opts.access.verbosity >= TRACE_LEVEL and e in plan.traces:
+            click.echo(plan.traces[e], err=True)
+        error(e)

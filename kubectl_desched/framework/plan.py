@@ -86,6 +86,7 @@ class EvictionPlan:
         self.targets: dict[str, dict[str, float]] = {}
         self.messages: list[tuple[str, str]] = []  # (plugin, text)
         self.errors: list[str] = []
+        self.traces: dict[str, str] = {}  # error line -> a failing plugin's traceback, shown at -v 6 and above
         self.evictors: list[ProfileEvictor] = []
         # A run on one node (explain's quick read): plugins that need the other nodes were not run; some
         # estimated from the node alone, with the pods that could move (id(pod) -> (plugin, why)).

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_desched.errors import ConfigError, DeschedError
+from kubectl_desched.framework.failures import PluginFailed, describe
 from kubectl_desched.framework.plan import FUTILE_STREAK, EvictionPlan, PluginHandle, ProfileEvictor
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
@@ -81,7 +82,13 @@ def _build(use: PluginUse, handle: PluginHandle, source: str) -> Plugin:
     except DeschedError:
         raise
     except Exception as e:  # a third-party plugin's constructor
-        raise DeschedError(f"plugin {use.spec.name} could not start: {type(e).__name__}: {e}") from None
+        line, trace = describe(e, _plugin_class(use))
+        raise PluginFailed(f"plugin {use.spec.name} could not start: {line}", trace) from None
+
+
+def _plugin_class(use: PluginUse) -> type:
+    factory = use.spec.factory
+    return factory if isinstance(factory, type) else type(factory)
 
 
 def reads_one_node(use: PluginUse) -> bool:
@@ -151,7 +158,9 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
             except (ConfigError, DeschedError):
                 raise
             except Exception as e:  # one failing plugin does not hide the others' results
-                plan.errors.append(f"plugin {plugin.name} failed: {type(e).__name__}: {e}")
+                line, trace = describe(e, type(plugin))
+                plan.errors.append(f"plugin {plugin.name} failed: {line}")
+                plan.traces[plan.errors[-1]] = trace
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
     for name, left in plan.futile_stops.items():
