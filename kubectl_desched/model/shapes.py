@@ -8,6 +8,7 @@ decoder reads it as the empty value. Unknown fields are ignored, as in the API's
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,12 +59,25 @@ def describe(value: Any) -> str:
 
 
 def policy_value(value: Any, limit: int = 60) -> str:
-    """A value as Python writes it (as policy errors show values), cut short, on one line."""
+    """A value as a policy author writes it in YAML flow style (true, null, .inf, ['a', 1], {'k': 'v'}), not as
+    Python prints it (True, None), cut short, on one line."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits"
-    text = repr(value) if not isinstance(value, Mapping | list | tuple) or len(value) < 50 else \
+    text = _flow(value) if not isinstance(value, Mapping | list | tuple) or len(value) < 50 else \
         ("{...}" if isinstance(value, Mapping) else "[...]")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flow(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    return repr(value)
 
 
 def yaml_hint(expected: str, value: Any) -> str:

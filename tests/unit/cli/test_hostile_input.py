@@ -388,9 +388,9 @@ def _policy(mutate: Callable[[dict[str, Any]], None]) -> str:
     (_policy(lambda d: d["profiles"][0].update(name={"a": "b"})),
      "profiles[0].name: must be a string, not {'a': 'b'}"),
     (_policy(lambda d: d["profiles"][0].update(name=True)),
-     "profiles[0].name: must be a string, not True (YAML reads an unquoted yes"),
+     "profiles[0].name: must be a string, not true (YAML reads an unquoted yes"),
     (_policy(lambda d: d["profiles"][0]["pluginConfig"][3]["args"]["thresholds"].update(cpu=float("nan"))),
-     "profiles[0].pluginConfig[3].args.thresholds.cpu: must be a finite number, not nan"),
+     "profiles[0].pluginConfig[3].args.thresholds.cpu: must be a finite number, not .nan"),
     (_policy(lambda d: d["profiles"][0]["pluginConfig"][3]["args"].update(numberOfNodes=10**40)),
      "profiles[0].pluginConfig[3].args.numberOfNodes: must be an integer from -2^63 to 2^63-1, not an integer of 41 "
      "digits"),

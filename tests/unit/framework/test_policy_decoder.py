@@ -4,6 +4,7 @@ warnings for unknown fields, and --policy-patch."""
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import yaml
 
 from kubectl_desched.app.policy_files import load_policy, patch_text
 from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.framework.args import PluginArgs, decode_args
 from kubectl_desched.framework.policy_decoder import Policy, apply_patch, decode_policy, policy_from_plugins
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.plugins import in_tree_registry
@@ -452,10 +454,12 @@ def test_pod_protections_conflict_with_deprecated_booleans(registry: Registry) -
 
 @pytest.mark.parametrize("key", ["maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace",
                                  "maxNoOfPodsToEvictTotal"])
-@pytest.mark.parametrize("value", [-1, "3", 1.5, True])
-def test_bad_limits(registry: Registry, key: str, value: Any) -> None:
+@pytest.mark.parametrize(("value", "written"), [(-1, "-1"), ("3", "'3'"), (1.5, "1.5"), (True, "true"),
+                                               ([True, None], "[true, null]")])
+def test_bad_limits(registry: Registry, key: str, value: Any, written: str) -> None:
+    """The value as the policy author wrote it (YAML/JSON true and null), not as Python prints it."""
     e = _error(_upstream(_lnu_profile(), **{key: value}), registry)
-    assert (e.path, e.message) == (key, f"must be a whole number >= 0, not {value!r}")
+    assert (e.path, e.message) == (key, f"must be a whole number >= 0, not {written}")
 
 
 def test_zero_limits_are_allowed(registry: Registry) -> None:
@@ -609,3 +613,17 @@ def test_policy_from_plugins_round_trips(registry: Registry) -> None:
     assert _names(prof.balance) == ["LowNodeUtilization"]
     assert prof.filters[0].args.node_fit is True
     assert policy.warnings == []
+
+
+def test_args_type_errors_show_yaml_values() -> None:
+    @dataclass
+    class Args(PluginArgs):
+        strict: bool = False
+        label: str = ""
+
+    with pytest.raises(ConfigError, match=r"^strict: must be a boolean, not null$"):
+        decode_args(Args, {"strict": None}, "")
+    with pytest.raises(ConfigError, match=r"^label: must be a string, not false \(YAML reads an unquoted"):
+        decode_args(Args, {"label": False}, "")
+    with pytest.raises(ConfigError, match=r"^strict: must be a boolean, not \{'on': true\}$"):
+        decode_args(Args, {"strict": {"on": True}}, "")
