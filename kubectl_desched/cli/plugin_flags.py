@@ -230,12 +230,14 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
     if flags.policy_patch:
         policy = decode_policy(apply_patch(raw, patch_text(flags.policy_patch)), registry, "flags with --policy-patch")
     else:
-        for spec, _use, args in [(evictor, "filter", evictor_args), *plugins]:
-            _check_args(spec, args, extra.get(spec.name, {}), flags.values)
+        said = [w for spec, _use, args in [(evictor, "filter", evictor_args), *plugins]
+                for w in _check_args(spec, args, extra.get(spec.name, {}), flags.values)]
         try:
             policy = decode_policy(raw, registry, "flags")
         except ConfigError as e:
             raise UsageError(f"{e.path}: {e.message}" if e.path else e.message) from None
+        # Said as the --args or flag the user wrote, not as a path in a policy the user never saw.
+        policy.warnings = [*said, *(w for w in policy.warnings if not w.startswith("flags: profiles[0].pluginConfig["))]
     policy.from_file = False
     _tool_limits(policy, flags)
     return policy
@@ -272,13 +274,17 @@ def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
     policy.limits.keep_futile = flags.keep_futile
 
 
-def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any], values: Mapping[str, Any]) -> None:
-    """Args from flags that do not decode are the error of the flag that set them, as the plugin declares."""
+def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any], values: Mapping[str, Any]) -> list[str]:
+    """Args from flags that do not decode are the error of the flag that set them, as the plugin declares; the
+    warnings (an unknown or deprecated field) are said the same way."""
     from kubectl_desched.framework.args import decode_args
 
     if spec.args_type is None:
-        return
+        return []
+    warnings: list[str] = []
     try:
-        decode_args(spec.args_type, args, "", [])
+        decode_args(spec.args_type, args, "", warnings)
     except ConfigError as e:
         raise UsageError(spec.cli.flag_error(spec.name, e, given, values)) from None
+    return [spec.cli.flag_error(spec.name, ConfigError(*w.split(": ", 1)), given, values, warning=True)
+            for w in warnings]

@@ -201,14 +201,15 @@ class CliSurface:
         return {**defaults, **from_flags, **given}
 
     def flag_error(self, plugin: str, error: ConfigError, given: Mapping[str, Any],
-                   values: Mapping[str, Any] | None = None) -> str:
-        """An error in args built from flags, said as the flag that set that arg (values: the flags given), or as
-        --args when --args set it (given); an arg neither set is the plugin's, with the ways to set it."""
+                   values: Mapping[str, Any] | None = None, *, warning: bool = False) -> str:
+        """An error (or warning) in args built from flags, said as the flag that set that arg (values: the flags
+        given), or as --args when --args set it (given); an arg neither set is the plugin's, with the ways to set
+        it."""
         key = error.path.split(".")[0].split("[")[0]
         flag = None if key in given else next((f for f in self.flags if f.key == key), None)
         if flag is not None and (values is None or flag.name in values):
             return f"{flag.name}: {error.path}: {error.message}"
-        if flag is not None or key not in given:
+        if not warning and (flag is not None or key not in given):
             ways = f"{flag.name} or --args {plugin}" if flag is not None else f"--args {plugin}"
             return f"{plugin}: {error.path or 'args'}: {error.message} (set it with {ways})"
         return f"--args {plugin}: {error.path or 'args'}: {error.message}"

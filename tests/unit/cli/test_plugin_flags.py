@@ -236,3 +236,12 @@ def test_help_groups_flags_under_headings_and_ends_with_examples() -> None:
     assert "  kubectl desched balance -A\n" in text
     explain = CliRunner().invoke(cli, ["explain", "pod", "--help"]).output
     assert "Acting:" not in explain and "--yes" not in explain and "--max-pod-lifetime" in explain
+
+
+def test_a_misspelled_args_key_is_said_as_the_args_given(acme: Path) -> None:
+    base = ["deschedule", "--from-file", "snap.yaml", "-A", "--plugin", "AcmeKeep", "-o", "name"]
+    result = CliRunner().invoke(cli, [*base, "--args", 'AcmeKeep={"minKep": 2}', "--args",
+                                      'DefaultEvictor={"nodeFitt": true}'])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == ["warning: --args DefaultEvictor: nodeFitt: unknown field, ignored",
+                                          "warning: --args AcmeKeep: minKep: unknown field, ignored"]
