@@ -92,6 +92,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
             raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
                              "run against the cluster to evict")
         state = load_snapshot(opts.access.from_files)
+        state.now = opts.access.now or state.now
         conn = None
         for kind in sorted(kinds or ()):
             if kind in state.extra:

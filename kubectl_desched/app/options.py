@@ -4,6 +4,7 @@ output. cli/groups.py builds each from its own flags; app reads them. Nothing he
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kubectl_desched.kube.overrides import ConnectionFlags
@@ -32,6 +33,7 @@ class ClusterAccess:
     flags: ConnectionFlags = field(default_factory=ConnectionFlags)  # -s/--server, --token, TLS files and names
     chunk_size: int = 500
     verbosity: int = 0  # -v/--v
+    now: datetime | None = None  # --now: the clock age rules read on a snapshot
 
     def kube(self) -> KubeOptions:
         from kubectl_desched.kube.config import KubeOptions

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import click
 
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.flags import INT32_MAX
-from kubectl_desched.model.durations import parse_duration
+from kubectl_desched.model.durations import parse_duration, parse_time
 from kubectl_desched.model.label_selectors import parse_selector
 from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from kubectl_desched.sanitize import short, shown
@@ -75,6 +76,19 @@ def selector(flag: str, text: str | None) -> str | None:
 
 def duration(flag: str, text: str | None, default: float | None = None) -> float | None:
     return default if text is None else parse_duration(text, flag)
+
+
+def timestamp(flag: str, text: str | None) -> datetime | None:
+    """An RFC 3339 time with its offset (2026-01-01T12:00:00Z, ...+02:00), as the API writes them."""
+    if text is None:
+        return None
+    t = parse_time(text) if _RFC3339.fullmatch(text.strip()) else None
+    if t is None:
+        raise UsageError(f"{flag}: expected an RFC 3339 time such as 2026-01-01T12:00:00Z, got {shown(text)}")
+    return t
+
+
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 
 
 def server_url(value: str | None) -> str | None:

@@ -74,12 +74,16 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
     if files and any(v[k] for k in ("kubeconfig", "context", "cluster", "user", *IMPERSONATION, *CONNECTION)):
         raise UsageError("--from-file reads a snapshot: the flags that reach a cluster (--kubeconfig, --context, "
                          "-s/--server, --token, --as, ...) do not apply")
+    now = checks.timestamp("--now", v["now"])
+    if now is not None and not files:
+        raise UsageError("--now evaluates a snapshot (--from-file) at another time; a cluster is read as it is now")
     flags = ConnectionFlags(**{k: v[k] for k in CONNECTION})
     flags.check()
     checks.server_url(flags.server)
     return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
                          checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files,
-                         v["as_user"], tuple(v["as_groups"]), v["as_uid"], flags, v["chunk_size"], v["verbosity"])
+                         v["as_user"], tuple(v["as_groups"]), v["as_uid"], flags, v["chunk_size"], v["verbosity"],
+                         now)
 
 
 cluster_access = OptionGroup("access", [
@@ -121,6 +125,9 @@ cluster_access = OptionGroup("access", [
     option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completers.files,
            help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
                 "cluster (repeatable, - for stdin). Nothing can be evicted."),
+    option(CLUSTER_ACCESS, "--now", metavar="TIMESTAMP",
+           help="With --from-file: evaluate ages (PodLifeTime, minPodAge, ...) at this RFC 3339 time, e.g. "
+                "2026-01-01T12:00:00Z, instead of the current time."),
 ], _access)
 
 
