@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,12 @@ from cordoned_fixtures import PLUGIN
 from kubectl_desched_cordoned import RemovePodsFromCordonedNodes
 
 from kubectl_desched.framework import ENTRY_POINT_GROUP
-from kubectl_desched.testing import desched, node, pdb, pod, registry, snapshot, taint
+from kubectl_desched.testing import NOW, desched, node, pdb, pod, registry, snapshot, taint, timestamp
 
 CA_TAINT = taint("ToBeDeletedByClusterAutoscaler", "1762160000")
+DEFAULT_ARGS: dict[str, Any] = {"namespaces": None, "labelSelector": None, "drainTaints": [], "drainLabel": "",
+                "includeTolerating": False, "minPodAgeSeconds": 0}
+NAME_RULE = "the name part must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
 
 
 @pytest.fixture
@@ -64,15 +68,16 @@ def test_plugins_command_lists_it_with_its_defaults() -> None:
     (at,) = [i for i, line in enumerate(lines) if line.startswith(PLUGIN)]
     assert lines[at].split()[:3] == [PLUGIN, "deschedule", "kubectl-desched-cordoned"]
     args = [line.strip() for line in lines[at + 1:at + 4]]  # one arg per line under the first
-    assert "drainTaints: []" in args and "includeTolerating: false" in args
+    args = [line.strip() for line in lines[at + 1:at + 7]]
+    assert {"drainTaints: []", "includeTolerating: false", "minPodAgeSeconds: 0"} <= set(args)
     doc = json.loads(desched("plugins", "-o", "json").stdout)
     (entry,) = [p for p in doc["plugins"] if p["name"] == PLUGIN]
     assert entry == {
         "name": PLUGIN, "extensionPoints": ["deschedule"], "origin": f"kubectl-desched-cordoned (entry point {PLUGIN})",
         "description": "Drains cordoned nodes (or nodes with a drainTaints taint) within the eviction limits.",
-        "defaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False},
-        "flagDefaultArgs": {"namespaces": None, "labelSelector": None, "drainTaints": [], "includeTolerating": False},
-        "flags": ["--drain-taints", "--include-tolerating"]}
+        "defaultArgs": DEFAULT_ARGS,
+        "flagDefaultArgs": DEFAULT_ARGS,
+        "flags": ["--drain-taints", "--drain-label", "--include-tolerating", "--drain-min-pod-age"]}
     assert doc["broken"] == []
 
 
@@ -111,6 +116,9 @@ def test_its_flags_are_in_help_of_the_commands_that_run_it() -> None:
     assert f"--drain-taints KEY[=VALUE],... {PLUGIN}: also drain nodes with these taints, as KEY or KEY=VALUE." \
         in deschedule
     assert "--include-tolerating" in deschedule
+    # the defaults come from the args dataclass: the plugin does not repeat them in CliSurface
+    assert f"--drain-min-pod-age DURATION {PLUGIN}: keep pods younger than this [default: 0s]." in deschedule
+    assert f"--drain-label KEY {PLUGIN}: also drain nodes with this label." in deschedule
     assert "--drain-taints" in desched("explain", "node", "--help").stdout
     assert "--drain-taints" not in desched("balance", "--help").stdout  # a Deschedule plugin's flag
 
@@ -118,7 +126,9 @@ def test_its_flags_are_in_help_of_the_commands_that_run_it() -> None:
 def test_a_bad_flag_value_names_the_flag(snapshot_file: str) -> None:
     proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-taints", "two words")
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: drainTaints[0]: 'two words' is not a taint "
-                                                 "key or key=value\n")
+                                                 f"key or key=value: invalid key: {NAME_RULE}\n")
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-label", "a b")
+    assert (proc.returncode, proc.stderr) == (2, f"error: --drain-label 'a b': {NAME_RULE}\n")
     proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-taints", "a,,b")
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: empty item in 'a,,b'\n")
 
@@ -137,7 +147,7 @@ def test_bad_args_flag_is_one_line_naming_the_field(snapshot_file: str) -> None:
                    "--args", f'{PLUGIN}={{"drainTaints": ["no spaces allowed"]}}')
     assert proc.returncode == 2
     assert proc.stderr == (f"error: --args {PLUGIN}: drainTaints[0]: 'no spaces allowed' is not a taint key or "
-                           "key=value\n")
+                           f"key=value: invalid key: {NAME_RULE}\n")
 
 
 def test_explain_node_with_the_plugin(snapshot_file: str) -> None:
@@ -199,3 +209,18 @@ def test_bad_args_in_a_policy_name_file_and_path(snapshot_file: str, tmp_path: P
     assert proc.returncode == 2
     assert proc.stderr == (f"error: {policy}: profiles[0].pluginConfig[0].args.includeTolerating: "
                            "must be a boolean, not 'sometimes'\n")
+
+
+def test_now_judges_ages_in_a_snapshot_at_a_chosen_time(snapshot_file: str) -> None:
+    """The snapshot's pods were created an hour before testing.NOW: --now moves the clock the plugin reads."""
+    run = ["deschedule", "--from-file", snapshot_file, "-n", "shop", "--plugin", PLUGIN, "--drain-min-pod-age", "2h",
+           "-o", "json"]
+    assert candidates(desched(*run, "--now", timestamp(NOW))) == []
+    later = candidates(desched(*run, "--now", timestamp(NOW + timedelta(hours=2))))
+    assert [p for p, _, _ in later] == ["web-2", "web-1"]
+
+
+def test_a_flag_without_its_plugin_is_refused(snapshot_file: str) -> None:
+    proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--drain-taints", "x")
+    assert (proc.returncode, proc.stderr) == (2, f"error: --drain-taints is a flag of plugin {PLUGIN}, which is not "
+                                                 f"enabled: add --plugin {PLUGIN}\n")

@@ -3,6 +3,7 @@ policy decoding and runner (DefaultEvictor and the global limits included)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from cordoned_fixtures import PLUGIN, plan_for
 from kubectl_desched_cordoned import RemovePodsFromCordonedNodes, RemovePodsFromCordonedNodesArgs
 
 from kubectl_desched.framework import ConfigError, decode_args
-from kubectl_desched.testing import node, pdb, picked, pod, policy, verdict
+from kubectl_desched.testing import NOW, ago, node, pdb, picked, pod, policy, state, toleration, verdict
 
 CORDONED = "node is cordoned (spec.unschedulable)"
 TOLERATE_CORDON = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
@@ -63,6 +64,13 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, str]]] = 
     ("labelSelector limits the pods",
      [node("c", cordoned=True), pod("a", "c", labels={"drain": "yes"}), pod("b", "c", labels={"drain": "no"})],
      {"labelSelector": {"matchLabels": {"drain": "yes"}}}, {"a": CORDONED}),
+    ("a drain label marks a node whatever its value; no pod tolerates a label",
+     [node("r", labels={"node.example.com/retiring": "2026-02"}), node("s"),
+      pod("a", "r", tolerations=[toleration()]), pod("b", "s")], {"drainLabel": "node.example.com/retiring"},
+     {"a": "node has drain label node.example.com/retiring"}),
+    ("minPodAgeSeconds keeps pods younger than it, on the run's fixed clock",
+     [node("c", cordoned=True), pod("old", "c", created=ago("2h")), pod("new", "c", created=ago("10m"))],
+     {"minPodAgeSeconds": 3600}, {"old": CORDONED}),
 ]
 
 
@@ -139,8 +147,10 @@ def test_defaults() -> None:
     ({"drainTaints": [""]}, "drainTaints[0]", "'' is not a taint key or key=value"),
     ({"drainTaints": ["=v"]}, "drainTaints[0]", "is not a taint key"),
     ({"drainTaints": ["Bad.Prefix/name"]}, "drainTaints[0]", "is not a taint key"),
-    ({"drainTaints": ["k=a b"]}, "drainTaints[0]", "'a b' is not a valid taint value"),
-    ({"drainTaints": ["k=" + "v" * 64]}, "drainTaints[0]", "is not a valid taint value"),
+    ({"drainTaints": ["k=a b"]}, "drainTaints[0]", "'k=a b' is not a taint key or key=value: invalid value: must be"),
+    ({"drainTaints": ["k=" + "v" * 64]}, "drainTaints[0]", "invalid value: must be at most 63 characters"),
+    ({"drainLabel": "a/b/c"}, "drainLabel", "'a/b/c' is not a label key: a label key has at most one '/'"),
+    ({"minPodAgeSeconds": -1}, "minPodAgeSeconds", "must not be negative, not -1"),
     ({"drainTaints": "ToBeDeleted"}, "drainTaints", "must be a list"),
     ({"includeTolerating": "yes"}, "includeTolerating", "must be a boolean"),
     ({"namespaces": {"include": ["a"], "exclude": ["b"]}}, "namespaces", "only one of include and exclude"),
@@ -166,7 +176,20 @@ def test_policy_errors_give_the_whole_path_and_unknown_fields_warn() -> None:
     with pytest.raises(ConfigError) as err:
         policy(raw, "policy.yaml")
     assert str(err.value) == ("policy.yaml: profiles[0].pluginConfig[0].args.drainTaints[0]: "
-                              "'bad key' is not a taint key or key=value")
+                              "'bad key' is not a taint key or key=value: invalid key: the name part must be letters, "
+                              "digits, '-', '_' and '.', starting and ending with a letter or digit")
     raw["profiles"][0]["pluginConfig"][0]["args"] = {"drainTaint": ["typo"]}
     assert policy(raw, "policy.yaml").warnings == [
         "policy.yaml: profiles[0].pluginConfig[0].args.drainTaint: unknown field, ignored"]
+
+
+def test_pod_age_follows_the_clock_the_state_is_read_at() -> None:
+    """The plugin asks pod_age(pod, handle.state.now), never the wall clock: a state read a day later (as
+    `--now` sets it for a snapshot) sees the same pod as old enough."""
+    objs = [node("c", cordoned=True), node("s"), pod("p", "c", created=ago("10m"))]
+    args = {"minPodAgeSeconds": 3600}
+    assert picked(plan_for(objs, args)) == {}
+    plan = plan_for(state(objs, now=NOW + timedelta(days=1)), args)
+    assert picked(plan) == {"p": CORDONED}
+    assert verdict(plan_for(objs, args), "p") == (
+        "keep", f"{PLUGIN}: not picked: {CORDONED}, but it is 600s old, younger than minPodAgeSeconds 3600")
