@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         pod_age,
         taint_problem,
     )
+    from kubectl_desched.framework.predicates import pod_matches_node_selector, pod_tolerates_taint, untolerated_taint
     from kubectl_desched.framework.registry import ENTRY_POINT_GROUP, PluginSpec, Registry, RegistryError
     from kubectl_desched.framework.types import (
         BalancePlugin,
@@ -57,7 +58,8 @@ if TYPE_CHECKING:
         PlanningEvictor,
         Plugin,
     )
-    from kubectl_desched.model import (
+    from kubectl_desched.model.label_selectors import Matcher
+    from kubectl_desched.model.objects import (
         ContainerStatus,
         Namespace,
         Node,
@@ -68,9 +70,7 @@ if TYPE_CHECKING:
         Taint,
         Toleration,
     )
-    from kubectl_desched.scheduling import pod_matches_node_selector, pod_tolerates_taint, untolerated_taint
-    from kubectl_desched.selectors import Matcher
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.state import ClusterState
 
 # Where each name lives, by module; a name is imported from there when first asked for.
 _NAMES = {
@@ -83,11 +83,11 @@ _NAMES = {
     f"{__name__}.registry": ("ENTRY_POINT_GROUP", "PluginSpec", "Registry", "RegistryError"),
     f"{__name__}.types": ("BalancePlugin", "DeschedulePlugin", "EvictOptions", "EvictOutcome", "EvictStatus",
                           "Evictor", "EvictorPlugin", "Handle", "LandingView", "PlanningEvictor", "Plugin"),
-    "kubectl_desched.model": ("ContainerStatus", "Namespace", "Node", "OwnerRef", "Pod", "PodDisruptionBudget",
+    "kubectl_desched.model.objects": ("ContainerStatus", "Namespace", "Node", "OwnerRef", "Pod", "PodDisruptionBudget",
                               "PriorityClass", "Taint", "Toleration"),
-    "kubectl_desched.scheduling": ("pod_matches_node_selector", "pod_tolerates_taint", "untolerated_taint"),
-    "kubectl_desched.selectors": ("Matcher",),
-    "kubectl_desched.state": ("ClusterState",),
+    f"{__name__}.predicates": ("pod_matches_node_selector", "pod_tolerates_taint", "untolerated_taint"),
+    "kubectl_desched.model.label_selectors": ("Matcher",),
+    "kubectl_desched.model.state": ("ClusterState",),
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubectl_desched.durations import parse_time
-from kubectl_desched.model import Pod
-from kubectl_desched.names import label_key_problem, label_value_problem
+from kubectl_desched.model.durations import parse_time
+from kubectl_desched.model.names import label_key_problem, label_value_problem
+from kubectl_desched.model.objects import Pod
 
 __all__ = ["label_key_problem", "label_value_problem", "parse_time", "pod_age", "taint_problem"]
 

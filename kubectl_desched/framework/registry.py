@@ -15,7 +15,7 @@ from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args, encode_args, json_key
 from kubectl_desched.framework.flags import CliSurface, Flag, Switch
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle, Plugin
-from kubectl_desched.shapes import shown
+from kubectl_desched.model.shapes import policy_value
 
 ENTRY_POINT_GROUP = "kubectl_desched.plugins"
 
@@ -125,8 +125,8 @@ def _check_cli(surface: Any, args_type: type | None, plugin: str) -> None:
         # the plugin's own validation is a bug of the plugin, said now rather than blamed on a flag at run time.
         value = _at(encode_args({**encode_args(args_type()), **from_flags}), e.path)
         if value not in _UNSET:
-            raise TypeError(f"{plugin}: args {args_type.__name__}: the default {e.path} {shown(value)} fails its "
-                            f"own validation: {e.message}") from None
+            raise TypeError(f"{plugin}: args {args_type.__name__}: the default {e.path} {policy_value(value)} fails "
+                            f"its own validation: {e.message}") from None
     if warnings:
         raise TypeError(f"{plugin}: its defaults from flags: {warnings[0]}")
 

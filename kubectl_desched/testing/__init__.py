@@ -17,16 +17,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubectl_desched.durations import duration_seconds
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import Policy
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.durations import duration_seconds
+from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.state import ClusterState
+from kubectl_desched.ui.explain import Verdicts
 
 __all__ = ["NOW", "ClusterState", "EvictionPlan", "Obj", "Policy", "ago", "desched", "node", "pdb", "picked", "pod",
            "policy", "registry", "run_plugin", "run_policy", "snapshot", "state", "taint", "timestamp", "toleration",

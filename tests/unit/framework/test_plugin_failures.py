@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_desched import plugins
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.framework import DeschedulePlugin, Handle, Node, PluginSpec, Registry
 from kubectl_desched.framework.failures import PluginFailed
 from kubectl_desched.plugins import full_registry

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_desched.cli import cli
+from kubectl_desched.cli.main import cli
 from kubectl_desched.errors import UsageError
 from tests import builders as b
 

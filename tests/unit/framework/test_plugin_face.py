@@ -76,7 +76,7 @@ def test_text_flag_kind() -> None:
     assert args == {"zone": {"label": "zone"}}
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FACES = {"kubectl_desched.framework", "kubectl_desched.testing"}
 
 
