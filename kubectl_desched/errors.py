@@ -1,16 +1,24 @@
 """Errors that end a command with one line on stderr instead of a traceback."""
 
+from kubectl_desched import exitcodes
+
 
 class DeschedError(Exception):
     """A failure the user can act on; printed as one line, exit code 1."""
 
-    exit_code = 1
+    exit_code = exitcodes.ERROR
 
 
 class UsageError(DeschedError):
     """Bad flags, arguments or input files; exit code 2 like click's usage errors."""
 
-    exit_code = 2
+    exit_code = exitcodes.USAGE
+
+
+class StaleError(DeschedError):
+    """The plan no longer matches the cluster (too old, or --strict with stale candidates): plan again."""
+
+    exit_code = exitcodes.STALE
 
 
 class ConfigError(UsageError):

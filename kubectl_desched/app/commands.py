@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import interrupts, pager
+from kubectl_desched import exitcodes, interrupts, pager
 from kubectl_desched.app.acting import build_runner, preflight
 from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
@@ -33,10 +33,8 @@ from kubectl_desched.sanitize import LINE_LIMIT, one_line
 if TYPE_CHECKING:
     from kubectl_desched.evictors.execute import Runner
 
-EXIT_NOT_CONFIRMED = 3
-
-
-EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129): see interrupts.py
+EXIT_NOT_CONFIRMED = exitcodes.NOT_CONFIRMED
+EXIT_INTERRUPTED = exitcodes.INTERRUPTED  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129)
 
 
 def _mode(opts: Options, loaded: Loaded) -> str:

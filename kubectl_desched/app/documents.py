@@ -9,6 +9,7 @@ import click
 from kubectl_desched import __version__
 from kubectl_desched import output as formats
 from kubectl_desched.app.loading import Loaded
+from kubectl_desched.app.plan_identity import plan_identity
 from kubectl_desched.evictors.choose import evictor_name, settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.options import Options, OutputOptions
@@ -31,6 +32,7 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
         "respectPDBs": policy.limits.respect_pdbs,
         "keepFutile": policy.limits.keep_futile,
         "maxPerWorkload": policy.limits.per_workload,
+        "identity": plan_identity(policy, loaded),
     }
 
 
