@@ -8,6 +8,7 @@ import click
 
 from kubectl_desched import __version__
 from kubectl_desched import output as formats
+from kubectl_desched.app.after_action import nodes_before, record
 from kubectl_desched.app.loading import Loaded
 from kubectl_desched.app.plan_identity import plan_identity
 from kubectl_desched.evictors.choose import evictor_name, settings_doc
@@ -70,10 +71,12 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
     })
     report.doc.update(settings_doc(acting))
-    report.candidates(plan.candidates)
+    report.candidates(plan.candidates, plan.placement if plan.candidates else None)
+    report.doc["nodesBefore"] = nodes_before(plan, plan.placement if plan.candidates else None)
 
 
 def write_report(report: Report) -> None:
+    report.doc.update(record(report.doc))  # the after-action view: per pod and per node
     try:
         report.write()
     except OSError as e:
