@@ -114,6 +114,8 @@ def apply_plan(plan_file: str, max_age: str, strict: bool, access: ClusterAccess
     age = duration("--max-age", max_age) or 0.0
     if age <= 0:
         raise UsageError("--max-age: must be more than 0 (a plan is checked against the cluster as it is now)")
+    if acting.rounds != 1:
+        raise UsageError("--rounds does not apply to apply: a plan document is one round (make a new plan instead)")
     plugins = registry(click.get_current_context())
 
     def relocates(name: str) -> bool:

@@ -312,6 +312,8 @@ def test_exit_codes_of_apply(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     assert code == 3 and "standard input is not a terminal" in err
     # usage: a bad flag
     assert run_cli(monkeypatch, capsys, "apply", "-f", str(path), "--max-age", "0")[0] == 2
+    assert run_cli(monkeypatch, capsys, "apply", "-f", str(path), "--rounds", "2")[:3:2] == (
+        2, "error: --rounds does not apply to apply: a plan document is one round (make a new plan instead)\n")
     assert run_cli(monkeypatch, capsys, "apply", "-f", str(tmp_path / "missing.json"))[0] == 2
     # an eviction that fails: a budget the server enforces
     w.api.refuse = {"web-0"}
