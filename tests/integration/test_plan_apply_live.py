@@ -44,7 +44,7 @@ def _setup(sim: SimCluster, ns: str, *, stateful: bool = False) -> tuple[str, st
 
 
 def _plan(sim: SimCluster, ns: str, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    proc = desched(sim.kubeconfig_for(), "deschedule", *_scope(ns), "-o", "json")
+    proc = desched(sim.kubeconfig_for(), "deschedule", *_scope(ns), "--dry-run=client", "-o", "json")
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / "plan.json"
     path.write_text(proc.stdout)
