@@ -45,7 +45,7 @@ try:
     parse = lambda: decode.page(data, "Pod")[0]
 except ImportError:  # a tree before typed decoding
     from kubectl_desched.kube.live import list_page
-    from kubectl_desched.model import pod_from_json
+    from kubectl_desched.model.objects import pod_from_json
     parse = lambda: [pod_from_json(o) for o in list_page(data, "/api/v1/pods")[0]]
 times = []
 for _ in range(runs):

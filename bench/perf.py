@@ -196,7 +196,7 @@ def fetch_pages(kubeconfig: Path, path: str = "/api/v1/pods") -> list[bytes]:
 def decode_cpu(pages: list[bytes], parse: Callable[[bytes, str], tuple[list[Any], str]]) -> tuple[float, float, int]:
     """(wall, CPU seconds of this thread, objects) to turn every page into the model as the tool's read does:
     the cycle collector paused, every object kept until the last page is done."""
-    from kubectl_desched import model  # the measured build's, from the python running `perf.py decode`
+    from kubectl_desched.model import objects as model  # the measured build's, from the python running `perf.py decode`
 
     kept: list[Any] = []
     with model.cycle_collector_paused():

@@ -34,15 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import clustergen
 
-from kubectl_desched.commandline.plugin_flags import PluginFlags, build_policy
+from kubectl_desched.cli.plugin_flags import PluginFlags, build_policy
 from kubectl_desched.errors import DeschedError
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.registry import PluginSpec, Registry
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Node, Pod, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.objects import Node, Pod, node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.quantity import format_resource
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import Policy
-from kubectl_desched.quantity import format_resource
-from kubectl_desched.state import ClusterState
 
 # Args per plugin where the CLI's defaults (what `--plugin NAME` gives) are not what a benchmark should run. The
 # others run with those defaults; a new plugin whose args cannot default needs an entry here.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Eviction runner bookkeeping benchmark: 30,000 and 16,000 confirmed candidates through Runner._schedule with an
-instant fake evictor, with no workload keys (plain pacing) and with --wait-ready-style keys (10 pods per workload,
+"""Eviction runner bookkeeping benchmark: 30,000 and 16,000 confirmed candidates through EvictionRunner._schedule with
+an instant fake evictor, with no workload keys (plain pacing) and with --wait-ready-style keys (10 pods per workload,
 each workload's pods serialised). Not a timed test: it prints, per case, the median wall seconds and the median CPU
 seconds of the scheduling (main) thread: the bookkeeping plus handing each eviction to a reused worker
 (evictors/pool.py). The floor row starts one no-op thread per candidate, which is what a thread per eviction costs.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubectl_desched.evictors import execute  # noqa: E402
 from kubectl_desched.evictors.base import EvictionResult  # noqa: E402
-from kubectl_desched.evictors.workloads import Readiness, Workload  # noqa: E402
+from kubectl_desched.evictors.readiness import Readiness, Workload  # noqa: E402
 
 PER_WORKLOAD = 10
 
@@ -73,6 +73,8 @@ def old_module(ref: str) -> ModuleType:
                             check=True, capture_output=True, text=True).stdout
     # The acting protocol was called Evictor before it became PodEvictor: let an old runner import it.
     source = source.replace("EvictionResult, Evictor, Stop", "EvictionResult, PodEvictor as Evictor, Stop")
+    # --wait-ready's reader was evictors/workloads.py before the package layout (issue 32).
+    source = source.replace("kubectl_desched.evictors.workloads import", "kubectl_desched.evictors.readiness import")
     path = Path(tempfile.mkdtemp()) / "old_execute.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_execute", path)
@@ -86,7 +88,8 @@ def old_module(ref: str) -> ModuleType:
 def once(module: ModuleType, n: int, keyed: bool, max_in_flight: int) -> tuple[float, float]:
     """(wall seconds, main-thread CPU seconds) of one _schedule over n candidates."""
     pacing = module.Pacing(max_in_flight=max_in_flight, wait_ready=keyed, timeout=30)
-    runner = module.Runner(InstantEvictor(), pacing, workloads=InstantWorkloads() if keyed else None)
+    runner_type = getattr(module, "EvictionRunner", None) or module.Runner  # an older ref's name for it
+    runner = runner_type(InstantEvictor(), pacing, workloads=InstantWorkloads() if keyed else None)
     cands = candidates(n)
     wall, cpu = time.perf_counter(), time.thread_time()
     results = runner._schedule(cands)  # no signal handler: not needed for the bookkeeping

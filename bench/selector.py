@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kubectl_desched import selector
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.selection import Selection
+from kubectl_desched.ui import picker as selector
+from kubectl_desched.ui.picker_state import Selection
 from plugins import _policy, build_state
 
 KEYS = "j" * 28 + " " + "n" + "s" + "q"

@@ -1,3 +1,3 @@
-from kubectl_desched.launch import main
+from kubectl_desched.cli.launch import main
 
 main()

@@ -1,6 +1,6 @@
 """The cycle collector is off while the command starts. Importing the CLI, the plugins and the kubernetes client
 makes objects that live as long as the process, and the collector scanned them again and again: 33-36 ms of a
-live `explain node`, 9-15 ms of a completion request. The console scripts (launch.py) turn it off before the CLI
+live `explain node`, 9-15 ms of a completion request. The console scripts (cli/launch.py) turn it off before the CLI
 is imported. The first read of a cluster or a snapshot turns it back on, with everything made so far frozen out
 of its reach (model.cycle_collector_paused). A command that reads nothing is short, and ends with it still off."""
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kubectl_desched.framework import Registry
     from kubectl_desched.framework.plan import EvictionPlan
+    from kubectl_desched.framework.policy_decoder import Policy
     from kubectl_desched.framework.runner import Scope
-    from kubectl_desched.policy import Policy
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.state import ClusterState
 
 _uid = itertools.count(1)
 
@@ -238,7 +238,7 @@ def node_metrics(node: str, cpu: str, memory: str = "0") -> dict[str, Any]:
 def pod_metrics(name: str, cpu: str, memory: str = "0", *, namespace: str = "default",
                 containers: int = 1) -> dict[str, Any]:
     """A metrics.k8s.io PodMetrics; the usage is split evenly over `containers` containers."""
-    from kubectl_desched.quantity import parse_quantity
+    from kubectl_desched.model.quantity import parse_quantity
     each_cpu = f"{parse_quantity(cpu) * 1000 / containers:g}m"
     each_mem = f"{parse_quantity(memory) / containers:g}"
     return {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
@@ -279,8 +279,8 @@ def state(objs: list[dict[str, Any]], *, extra: dict[str, list[Any]] | None = No
 
     spare_node adds with_spare_node's cordoned node, for tables about one node; now pins the clock for age checks.
     """
-    from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+    from kubectl_desched.model.state import ClusterState
 
     objs = with_spare_node(objs) if spare_node else objs
     return ClusterState([node_from_json(o) for o in objs if o["kind"] == "Node"],
@@ -293,9 +293,9 @@ def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
          evictor_args: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
          scope: Scope | None = None, registry: Registry | None = None) -> EvictionPlan:
     """The plan a run makes with these (plugin, extension point, args) entries, decoded as the flags are."""
+    from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
     from kubectl_desched.framework.runner import Scope, run
     from kubectl_desched.plugins import in_tree_registry
-    from kubectl_desched.policy import decode_policy, policy_from_plugins
 
     raw = policy_from_plugins(plugins, evictor_args or {}, limits or {})
     return run(as_upstream(decode_policy(raw, registry or in_tree_registry(), "flags")), state, scope or Scope())
@@ -303,7 +303,8 @@ def plan(state: ClusterState, plugins: list[tuple[str, str, dict[str, Any]]], *,
 
 def as_upstream(policy: Policy) -> Policy:
     """The policy planned as upstream plans it: a move the placement estimate calls futile is planned too
-    (--keep-futile). Tests of a plugin's own semantics use it; tests/unit/test_futile_moves.py tests the default."""
+    (--keep-futile). Tests of a plugin's own semantics use it; tests/unit/framework/test_futile_moves.py tests
+    the default."""
     policy.limits.keep_futile = True
     return policy
 

@@ -8,17 +8,18 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.text import live_line, warn
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.choose import Build, make_evictor
 from kubectl_desched.framework.plan import Candidate
-from kubectl_desched.options import Options
-from kubectl_desched.policy import Policy
-from kubectl_desched.report import Report
-from kubectl_desched.statusline import StatusLine
+from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.ui.formats import is_text
+from kubectl_desched.ui.report import Report
+from kubectl_desched.ui.statusline import StatusLine
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.execute import Runner
+    from kubectl_desched.evictors.execute import EvictionRunner
     from kubectl_desched.kube.config import Connection
 
 
@@ -34,15 +35,15 @@ def same_place(out: IO[str], err: IO[str]) -> bool:
 
 
 def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
-            quiet: bool) -> tuple[Runner, StatusLine | None]:
+            quiet: bool) -> tuple[EvictionRunner, StatusLine | None]:
     from kubectl_desched.evictors.events import EventRecorder
-    from kubectl_desched.evictors.execute import Pacing, Runner
-    from kubectl_desched.evictors.workloads import WorkloadReader
+    from kubectl_desched.evictors.execute import EvictionRunner, Pacing
+    from kubectl_desched.evictors.readiness import WorkloadReader
 
     # On a terminal one progress line is redrawn on stderr. Each pod's result is printed once: in the results table
     # when stdout shows up where stderr does (both terminals, or one log with 2>&1), else also as it comes.
     status = StatusLine(sys.stderr) if not quiet and sys.stderr.isatty() else None
-    table_follows = opts.output in ("table", "wide") and same_place(sys.stdout, sys.stderr)
+    table_follows = is_text(opts.output) and same_place(sys.stdout, sys.stderr)
 
     def say(message: str) -> None:
         if status is not None:
@@ -59,13 +60,13 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
     evictor = make_evictor(acting, Build(conn, server_dry_run=mode == "dry-run=server",
                                          progress=None if quiet else progress, profiles=policy.profiles, say=say))
     per_pod = not quiet and not table_follows
-    return Runner(evictor, pacing,
+    return EvictionRunner(evictor, pacing,
                   workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
                   on_result=(lambda r: live_line(evictor.live_line(r), say)) if per_pod else None, note=say,
                   on_tick=status.update if status is not None else None), status
 
 
-def preflight(runner: Runner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
+def preflight(runner: EvictionRunner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
     """Before the prompt: name every missing permission in one line and stop, rather than fail pod by pod."""
     from kubectl_desched.kube.access import AccessCheckUnavailable
     try:

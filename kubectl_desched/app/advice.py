@@ -13,9 +13,9 @@ from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.rehearsal import REHEARSE_LIMIT_PODS, Rehearsal, rehearse
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.framework.types import Plugin
-from kubectl_desched.model import Node
-from kubectl_desched.quantity import fmt_pct
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Node
+from kubectl_desched.model.quantity import fmt_pct
+from kubectl_desched.model.state import ClusterState
 
 # Each try is a whole plan: past this many pods the advice names what to try without trying it.
 TRY_LIMIT_PODS = 20_000

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.render import RESOURCES, node_rows
+from kubectl_desched.ui.plan_view import RESOURCES, node_rows
 
 
 def nodes_before(plan: EvictionPlan, placement: Placement | None) -> dict[str, dict[str, float]]:
@@ -82,6 +82,6 @@ def record(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pct_cells(values: Mapping[str, float] | None) -> list[str]:
-    from kubectl_desched.quantity import fmt_pct
+    from kubectl_desched.model.quantity import fmt_pct
 
     return [fmt_pct(values[r]) if values and r in values else "-" for r in RESOURCES]

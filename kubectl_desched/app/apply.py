@@ -14,35 +14,35 @@ from typing import Any, cast
 
 import click
 
-from kubectl_desched import exitcodes, pager
+from kubectl_desched import errors
 from kubectl_desched.app import loading
 from kubectl_desched.app.commands import recorded
 from kubectl_desched.app.documents import describe_run, emit
 from kubectl_desched.app.evicting import act
+from kubectl_desched.app.options import Options, ScopeOptions
 from kubectl_desched.app.plan_identity import read_cluster_uid
 from kubectl_desched.app.scope import resolve_scope
 from kubectl_desched.app.text import warn
-from kubectl_desched.durations import format_duration, parse_time
 from kubectl_desched.errors import DeschedError, StaleError, UsageError
 from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import EvictionPlan, Limits
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.types import EvictOptions, Plugin
 from kubectl_desched.model import Node, Pod
-from kubectl_desched.options import Options, ScopeOptions
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import (
-    Painter,
+from kubectl_desched.model.durations import format_duration, parse_time
+from kubectl_desched.model.state import ClusterState
+from kubectl_desched.safeload import MAX_YAML_SNAPSHOT_CHARS, InputError, json_value, read_file, yaml_value
+from kubectl_desched.term import pager
+from kubectl_desched.term.color import Painter, color_enabled
+from kubectl_desched.ui.plan_view import (
     candidates_table,
-    color_enabled,
     document,
     node_rows,
     nodes_heading,
     nodes_table,
     plan_summary,
 )
-from kubectl_desched.report import Report
-from kubectl_desched.safeload import MAX_YAML_SNAPSHOT_CHARS, InputError, json_value, read_file, yaml_value
-from kubectl_desched.state import ClusterState
+from kubectl_desched.ui.report import Report
 
 API_VERSION, KIND = "kubectl-desched/v1", "Plan"
 DEFAULT_MAX_AGE = 3600.0
@@ -232,7 +232,7 @@ def _apply(opts: Options, planned: PlanFile, max_age: float, strict: bool, reloc
     paint = Painter(color_enabled())
     if not structured:
         pager.show(_plan_text(planned, plan, nodes, paint, opts, placement, len(left_out)), opts.pager)
-    code = exitcodes.STALE if left_out else exitcodes.DONE
+    code = errors.STALE if left_out else errors.DONE
     acted = None
     if plan.candidates and mode in ("evict", "dry-run=server"):
         acted = act(opts, conn, mode, policy, plan, placement, nodes, report, structured=structured, paint=paint)

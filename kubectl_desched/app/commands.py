@@ -8,32 +8,35 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import exitcodes, interrupts, pager
+from kubectl_desched import errors, interrupts
 from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
 from kubectl_desched.app.evicting import act
 from kubectl_desched.app.landings import GONE
 from kubectl_desched.app.loading import Loaded, load
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
 from kubectl_desched.app.text import error, plan_text, warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.options import Options
-from kubectl_desched.policy import Policy
-from kubectl_desched.quantity import fmt_pct
-from kubectl_desched.render import Painter, color_enabled, document, node_rows
-from kubectl_desched.report import Report
+from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.term import pager
+from kubectl_desched.term.color import Painter, color_enabled
+from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
+from kubectl_desched.ui.formats import is_text
+from kubectl_desched.ui.plan_view import document, node_rows
+from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.execute import Runner
+    from kubectl_desched.evictors.execute import EvictionRunner
 
-EXIT_NOT_CONFIRMED = exitcodes.NOT_CONFIRMED
-EXIT_INTERRUPTED = exitcodes.INTERRUPTED  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129)
+EXIT_NOT_CONFIRMED = errors.NOT_CONFIRMED
+EXIT_INTERRUPTED = errors.INTERRUPTED  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129)
 
 
 def _mode(opts: Options, loaded: Loaded) -> str:
@@ -165,20 +168,20 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     if report:
         describe_run(report, opts, policy, loaded, mode, plan)
     paint = Painter(color_enabled())
-    structured = opts.output not in ("table", "wide")  # one document on stdout (json, yaml, name, jsonpath, ...)
+    structured = not is_text(opts.output)  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
         return _Round(0, len(plan.candidates), 0, measure, last=True, stopped=True)  # rounds stopped paying off
     advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))
-        pager.show(plan_text(plan, policy, loaded, nodes, paint, opts.output == "wide", placement, opts.view,
-                             advice_lines(advice)), opts.pager)
+        pager.show(plan_text(plan, policy, loaded.state.source, loaded.scope_text, nodes, paint,
+                             opts.output == "wide", placement, opts.view, advice_lines(advice)), opts.pager)
     for e in plan.errors:
         error(e)
 
     results: list[EvictionResult] | None = None
-    runner: Runner | None = None
+    runner: EvictionRunner | None = None
     landings: dict[str, Any] | None = None
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
@@ -247,7 +250,7 @@ def _show_explanation(plan: EvictionPlan, doc: dict[str, Any], as_text: Callable
                       opts: Options) -> int:
     for e in plan.errors:
         error(e)
-    if opts.output not in ("table", "wide"):
+    if not is_text(opts.output):
         emit(doc, opts.output, opts.view)
     else:
         pager.show(as_text(doc), opts.pager)

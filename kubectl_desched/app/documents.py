@@ -7,15 +7,15 @@ from typing import Any
 import click
 
 from kubectl_desched import __version__
-from kubectl_desched import output as formats
 from kubectl_desched.app.after_action import nodes_before, record
 from kubectl_desched.app.loading import Loaded
+from kubectl_desched.app.options import Options, OutputOptions
 from kubectl_desched.app.plan_identity import plan_identity
-from kubectl_desched.evictors.choose import evictor_name, settings_doc
+from kubectl_desched.evictors.choose import settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.options import Options, OutputOptions
-from kubectl_desched.policy import Policy
-from kubectl_desched.report import Report, policy_doc
+from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.ui import formats
+from kubectl_desched.ui.report import Report, policy_doc
 
 
 def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
 
 
 def emit(doc: dict[str, Any], output: str, view: OutputOptions | None = None) -> None:
-    """Every -o format but the tables (output.py), --sort-by and --no-headers applied."""
+    """Every -o format but the tables (ui/formats.py), --sort-by and --no-headers applied."""
     view = view or OutputOptions(output)
     # kubectl ends a jsonpath template's output where the template ends (no newline of its own)
     nl = not output.startswith("jsonpath=")
@@ -64,7 +64,7 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
     report.doc.update({
         "cluster": {"server": conn.server, "context": conn.context} if conn else None,
         "source": loaded.state.source, "scope": loaded.scope_text, "mode": mode,
-        "evictor": evictor_name(acting),
+        "evictor": acting.evictor,
         "pacing": {"maxInFlight": acting.max_in_flight, "interval": acting.interval, "waitReady": acting.wait_ready,
                    "timeout": acting.timeout, "recordEvents": acting.record_events,
                    "gracePeriod": acting.grace_period},

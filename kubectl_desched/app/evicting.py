@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import exitcodes, interrupts
+from kubectl_desched import errors, interrupts
 from kubectl_desched.app.acting import build_runner, preflight
 from kubectl_desched.app.landings import landings_doc, landings_summary, landings_text
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.text import results_summary
-from kubectl_desched.confirm import NotConfirmed, ask
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.options import Options
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import Painter
-from kubectl_desched.report import Report
+from kubectl_desched.term.color import Painter
+from kubectl_desched.ui.confirm import NotConfirmed, ask
+from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.execute import Runner
+    from kubectl_desched.evictors.execute import EvictionRunner
     from kubectl_desched.kube.config import Connection
 
 
@@ -35,7 +35,7 @@ class Acted:
 
     code: int
     results: list[EvictionResult] | None = None
-    runner: Runner | None = None
+    runner: EvictionRunner | None = None
     landings: dict[str, Any] | None = None
     refused: str | None = None  # not confirmed: the line that says why (the caller prints it after its document)
 
@@ -44,7 +44,7 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
         placement: Placement | None, nodes: list[Any], report: Report | None, *, structured: bool,
         paint: Painter) -> Acted:
     """Preflight, confirm (--yes or the prompt), evict with the pacing flags, then wait for the landings."""
-    code = exitcodes.DONE
+    code = errors.DONE
     # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
     runner, status = build_runner(opts, conn, mode, policy, quiet=False)
     preflight(runner, plan.candidates, opts, report)
@@ -55,7 +55,7 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
     except NotConfirmed as e:
         if report:
             report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
-        return Acted(exitcodes.NOT_CONFIRMED, refused=str(e))
+        return Acted(errors.NOT_CONFIRMED, refused=str(e))
     except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
         if report:
             report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [],
@@ -71,10 +71,10 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
                 status.clear()
         results = outcome.results
         if any(not r.ok for r in results):
-            code = exitcodes.ERROR
+            code = errors.ERROR
         by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
         if outcome.interrupted:
-            code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else exitcodes.INTERRUPTED
+            code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else errors.INTERRUPTED
         if report:
             report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
                              interrupted_by=by if outcome.interrupted else None)

@@ -13,15 +13,16 @@ from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.interrupts import Interrupted
-from kubectl_desched.model import Node, Pod
-from kubectl_desched.quantity import fmt_pct
-from kubectl_desched.render import RESOURCES, Painter, node_rows, percent_of
-from kubectl_desched.tables import plain_table
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.quantity import fmt_pct
+from kubectl_desched.term.color import Painter
+from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui.plan_view import RESOURCES, node_rows, percent_of
 
 if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection
     from kubectl_desched.kube.landings import Evicted, Landed
-    from kubectl_desched.state import ClusterState
+    from kubectl_desched.model.state import ClusterState
 
 # Outcomes after which the pod is gone and its controller makes a replacement now (a PodMigrationJob that
 # succeeded has evicted it; one only created has not yet).

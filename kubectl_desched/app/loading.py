@@ -6,14 +6,14 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import resolve_scope
 from kubectl_desched.app.text import warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.framework.runner import Scope
 from kubectl_desched.kube.snapshot import load_snapshot
-from kubectl_desched.metrics import SNAPSHOT_HINTS
-from kubectl_desched.options import Options
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.metrics import SNAPSHOT_HINTS
+from kubectl_desched.model.state import ClusterState
 
 # The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
 # `version`, `--help`, completion and snapshot runs start without them (~0.5 s).

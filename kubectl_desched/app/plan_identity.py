@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.base import now, timestamp
-from kubectl_desched.policy import Policy
-from kubectl_desched.report import policy_doc, redacted
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
+from kubectl_desched.ui.report import policy_doc, redacted
 
 if TYPE_CHECKING:
     from kubectl_desched.app.loading import Loaded

@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from kubectl_desched import exitcodes
+from kubectl_desched import errors
 from kubectl_desched.app.after_action import pct_cells, record
 from kubectl_desched.safeload import MAX_YAML_SNAPSHOT_CHARS, InputError, json_value, read_file
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 
 def read_report(path: str) -> dict[str, Any]:
@@ -66,4 +66,4 @@ def report_text(doc: Mapping[str, Any]) -> str:
 
 def show(path: str) -> int:
     click.echo(report_text(read_report(path)))
-    return exitcodes.DONE
+    return errors.DONE

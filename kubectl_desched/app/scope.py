@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kubectl_desched import fieldselectors
+from kubectl_desched.app.options import Options
 from kubectl_desched.errors import UsageError
 from kubectl_desched.framework.runner import Scope
-from kubectl_desched.options import Options
-from kubectl_desched.selectors import parse_selector
+from kubectl_desched.model import field_selectors as fieldselectors
+from kubectl_desched.model.label_selectors import parse_selector
 
 
 def default_namespace(opts: Options) -> str:

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import click
 
+from kubectl_desched.app.options import OutputOptions
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
-from kubectl_desched.options import OutputOptions
-from kubectl_desched.policy import Policy
-from kubectl_desched.render import Painter, candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
+from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
-
-if TYPE_CHECKING:
-    from kubectl_desched.app.loading import Loaded
+from kubectl_desched.term.color import Painter
+from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 
 
 def warn(message: str) -> None:
@@ -65,13 +62,13 @@ def _what_is_known(results: list[EvictionResult]) -> str:
     return ", ".join(f"{n} {what}" for what, n in known.items() if n) or "nothing confirmed"
 
 
-def plan_text(plan: EvictionPlan, policy: Policy, loaded: Loaded, nodes: list, paint: Painter, wide: bool,
+def plan_text(plan: EvictionPlan, policy: Policy, source: str, scope: str, nodes: list, paint: Painter, wide: bool,
                placement: Placement | None = None, view: OutputOptions | None = None,
                advice: list[str] | None = None) -> str:
     view = view or OutputOptions()
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
     out = [paint(plan_summary(plan), None, bold=True),
-           f"Source:  {loaded.state.source}", f"Scope:   {loaded.scope_text}", f"Plugins: {plugins}  ({policy.source})",
+           f"Source:  {source}", f"Scope:   {scope}", f"Plugins: {plugins}  ({policy.source})",
            ""]
     if plan.candidates:
         out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))

@@ -18,7 +18,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 
 if TYPE_CHECKING:
-    from kubectl_desched.render import Painter
+    from kubectl_desched.term.color import Painter
 
 # Outcomes that do not make the exit code 1. Anything else (blocked, changed, moved, forbidden, failed,
 # unknown, interrupted, ...) is a confirmed action that did not happen as asked, or may not have.
@@ -87,7 +87,7 @@ def default_live_line(r: EvictionResult) -> str | None:
 class PodEvictor(Protocol):
     """One way of acting on confirmed candidates (upstream's PodEvictor). Constructed by choose.make_evictor."""
 
-    name: str  # "eviction-api" or "migration": recorded in the report
+    name: str  # its key in choose.EVICTORS, the --evictor value: recorded in the report
 
     def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
         """Before the prompt: what the user may not do that acting on these candidates needs, each as one

@@ -1,20 +1,37 @@
-"""Which evictor acts, chosen from the options: the one place that names the concrete evictors. Each entry says
-when it applies, how it is built, and what the --report records of its settings."""
+"""Which evictor acts: the one table of evictors (EVICTORS), and the one place that names the concrete ones.
+Each entry is an --evictor value with its help, how the evictor is built, and what the --report records of its
+settings; --evictor's choices and help are read from the table. The evictors are imported only when one is built,
+so the command line reads the table at start-up for the price of this module."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from kubectl_desched.evictors.base import PodEvictor
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from kubectl_desched.evictors.base import PodEvictor
     from kubectl_desched.evictors.eviction_api import Progress
+    from kubectl_desched.evictors.migration.options import MigrationOptions
     from kubectl_desched.kube.config import Connection
-    from kubectl_desched.options import ActOptions
 
 Say = Callable[[str], None]
+
+
+class Acting(Protocol):
+    """What an evictor is built from of the acting options (app/options.py's ActOptions)."""
+
+    @property
+    def evictor(self) -> str: ...
+
+    @property
+    def grace_period(self) -> int | None: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def migration(self) -> MigrationOptions | None: ...
 
 
 @dataclass(frozen=True)
@@ -28,16 +45,16 @@ class Build:
     say: Say
 
 
-def _eviction_api(acting: ActOptions, b: Build) -> PodEvictor:
+def _eviction_api(acting: Acting, b: Build) -> PodEvictor:
     from kubectl_desched.evictors.eviction_api import EvictionApiEvictor
     return EvictionApiEvictor(b.conn, server_dry_run=b.server_dry_run, grace_period=acting.grace_period,
                               timeout=acting.timeout, progress=b.progress)
 
 
-def _migration(acting: ActOptions, b: Build) -> PodEvictor:
-    from kubectl_desched.evictors.migration import MigrationEvictor
-    from kubectl_desched.evictors.migration_jobs import profile_settings
-    from kubectl_desched.evictors.migration_render import phase_line
+def _migration(acting: Acting, b: Build) -> PodEvictor:
+    from kubectl_desched.evictors.migration.evictor import MigrationEvictor
+    from kubectl_desched.evictors.migration.jobs import profile_settings
+    from kubectl_desched.evictors.migration.text import phase_line
     migration = acting.migration
     assert migration is not None
     settings = profile_settings(b.profiles, migration.mode, migration.ttl, acting.grace_period)
@@ -46,7 +63,7 @@ def _migration(acting: ActOptions, b: Build) -> PodEvictor:
                             timeout=migration.timeout, on_phase=show)
 
 
-def _migration_settings(acting: ActOptions) -> dict[str, Any]:
+def _migration_settings(acting: Acting) -> dict[str, Any]:
     m = acting.migration
     assert m is not None
     return {"migration": {"mode": m.mode, "ttl": m.ttl, "wait": m.wait,
@@ -55,25 +72,21 @@ def _migration_settings(acting: ActOptions) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Entry:
-    build: Callable[[ActOptions, Build], PodEvictor]
-    settings: Callable[[ActOptions], dict[str, Any]]
+    help: str  # --evictor's help for this value
+    build: Callable[[Acting, Build], PodEvictor]
+    settings: Callable[[Acting], dict[str, Any]]
 
 
-EVICTORS: dict[str, Entry] = {
-    "eviction-api": Entry(_eviction_api, lambda _acting: {}),
-    "migration": Entry(_migration, _migration_settings),
+EVICTORS: dict[str, Entry] = {  # the first is --evictor's default
+    "eviction": Entry("the Eviction API", _eviction_api, lambda _acting: {}),
+    "migration": Entry("create Koordinator PodMigrationJobs", _migration, _migration_settings),
 }
 
 
-def evictor_name(acting: ActOptions) -> str:
-    """The evictor the options ask for (--evictor migration sets acting.migration)."""
-    return "migration" if acting.migration is not None else "eviction-api"
-
-
-def settings_doc(acting: ActOptions) -> dict[str, Any]:
+def settings_doc(acting: Acting) -> dict[str, Any]:
     """The report's sections about the chosen evictor's own settings."""
-    return EVICTORS[evictor_name(acting)].settings(acting)
+    return EVICTORS[acting.evictor].settings(acting)
 
 
-def make_evictor(acting: ActOptions, build: Build) -> PodEvictor:
-    return EVICTORS[evictor_name(acting)].build(acting, build)
+def make_evictor(acting: Acting, build: Build) -> PodEvictor:
+    return EVICTORS[acting.evictor].build(acting, build)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
     from kubectl_desched.kube.config import Connection  # it imports the kubernetes client
-    from kubectl_desched.render import Painter
+    from kubectl_desched.term.color import Painter
 
 REQUESTER = "kubectl-desched"
 EVICTION_PERMISSIONS = (Permission("create", "pods", subresource="eviction"), Permission("get", "pods"))
@@ -117,7 +117,7 @@ def pod_changed(c: Candidate, current: Mapping[str, Any] | None) -> tuple[str, s
 
 
 class EvictionApiEvictor:
-    name = "eviction-api"
+    name = "eviction"
 
     def __init__(self, conn: Connection, *, server_dry_run: bool = False, grace_period: int | None = None,
                  timeout: float = 300.0, backoff: Backoff = Backoff(), unsure_backoff: Backoff = UNSURE_BACKOFF,

@@ -22,7 +22,7 @@ import urllib3
 from kubectl_desched.evictors.base import EvictionResult, PodEvictor, Stop, now
 from kubectl_desched.evictors.events import EVENT_PERMISSION, EventRecorder
 from kubectl_desched.evictors.pool import DaemonPool
-from kubectl_desched.evictors.workloads import Readiness, Workload, WorkloadReader, owner_permissions
+from kubectl_desched.evictors.readiness import Readiness, Workload, WorkloadReader, owner_permissions
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.interrupts import handling, signal_name
 from kubectl_desched.kube.access import missing_permissions
@@ -71,7 +71,7 @@ def waiting_line(w: Workload, seen: Readiness | None, before: Readiness | None) 
     return f"waiting for {w}: {seen.ready} of {seen.desired} ready; its next eviction waits for all {seen.desired}"
 
 
-class Runner:
+class EvictionRunner:
     def __init__(self, evictor: PodEvictor, pacing: Pacing, *, workloads: WorkloadReader | None = None,
                  events: EventRecorder | None = None, on_result: Callable[[EvictionResult], None] | None = None,
                  note: Note | None = None, clock: Callable[[], float] = time.monotonic,

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
-from kubectl_desched.tables import plain_table
+from kubectl_desched.term.tables import plain_table
 
 if TYPE_CHECKING:
-    from kubectl_desched.render import Painter
+    from kubectl_desched.term.color import Painter
 
 OUTCOME_COLOR = {"evicted": "green", "would evict": "green", "created": "green", "succeeded": "green",
                  "gone": "yellow", "terminating": "yellow", "conflict": "yellow", "blocked": "yellow",

@@ -12,10 +12,10 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from kubectl_desched.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.shapes import shown, yaml_hint
+from kubectl_desched.model.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.shapes import policy_value, yaml_hint
 
 
 def camel(name: str) -> str:
@@ -65,7 +65,7 @@ def _convert(tp: Any, value: Any, path: str, warnings: list[str]) -> Any:
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:
-            raise ConfigError(path, f"must be one of {', '.join(map(str, allowed))}, not {shown(value)}"
+            raise ConfigError(path, f"must be one of {', '.join(map(str, allowed))}, not {policy_value(value)}"
                                     f"{yaml_hint('a string', value)}")
         return value
     if isinstance(tp, type) and hasattr(tp, "from_raw"):
@@ -74,47 +74,47 @@ def _convert(tp: Any, value: Any, path: str, warnings: list[str]) -> Any:
         return decode_args(tp, value, path, warnings)
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(path, f"must be a boolean, not {shown(value)}")
+            raise ConfigError(path, f"must be a boolean, not {policy_value(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise ConfigError(path, f"must be an integer, not {shown(value)}")
+                raise ConfigError(path, f"must be an integer, not {policy_value(value)}")
         if not -(2**63) <= value < 2**63:  # what upstream's Go integers hold
-            raise ConfigError(path, f"must be an integer from -2^63 to 2^63-1, not {shown(value)}")
+            raise ConfigError(path, f"must be an integer from -2^63 to 2^63-1, not {policy_value(value)}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(path, f"must be a number, not {shown(value)}")
+            raise ConfigError(path, f"must be a number, not {policy_value(value)}")
         try:
             number = float(value)
         except OverflowError:
             number = math.inf
         if not math.isfinite(number):  # JSON has no inf or NaN (YAML has .inf and .nan)
-            raise ConfigError(path, f"must be a finite number, not {shown(value)}")
+            raise ConfigError(path, f"must be a finite number, not {policy_value(value)}")
         return number
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(path, f"must be a string, not {shown(value)}{yaml_hint('a string', value)}")
+            raise ConfigError(path, f"must be a string, not {policy_value(value)}{yaml_hint('a string', value)}")
         return value
     if origin in (list, tuple):
         if value is None:
             return []
         if not isinstance(value, list):
-            raise ConfigError(path, f"must be a list, not {shown(value)}")
+            raise ConfigError(path, f"must be a list, not {policy_value(value)}")
         (item_type, *_) = get_args(tp) or (Any,)
         return [_convert(item_type, v, f"{path}[{i}]", warnings) for i, v in enumerate(value)]
     if origin in (dict, Mapping):
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            raise ConfigError(path, f"must be an object, not {shown(value)}")
+            raise ConfigError(path, f"must be an object, not {policy_value(value)}")
         _, value_type = get_args(tp) or (str, Any)
         for k in value:
             if not isinstance(k, str):  # a number or a YAML boolean: the API's maps have string keys
-                raise ConfigError(path, f"keys must be strings, not {shown(k)}{yaml_hint('a string', k)}")
+                raise ConfigError(path, f"keys must be strings, not {policy_value(k)}{yaml_hint('a string', k)}")
         return {k: _convert(value_type, v, f"{path}.{k}", warnings) for k, v in value.items()}
     raise ConfigError(path, f"cannot decode a value of type {tp}")
 
@@ -126,7 +126,7 @@ def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = Non
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
-        raise ConfigError(path, f"must be an object, not {shown(raw)}")
+        raise ConfigError(path, f"must be an object, not {policy_value(raw)}")
     hints = get_type_hints(cls)
     by_key = {json_key(f): f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
@@ -217,12 +217,12 @@ class Duration:
             try:
                 seconds, text = duration_seconds(value), value
             except ValueError:
-                raise ConfigError(path, f"must be a duration such as 5m, not {shown(value)}") from None
+                raise ConfigError(path, f"must be a duration such as 5m, not {policy_value(value)}") from None
         else:
-            raise ConfigError(path, f"must be a duration such as 5m, not {shown(value)}")
+            raise ConfigError(path, f"must be a duration such as 5m, not {policy_value(value)}")
         # The sign is the plugin's to check; the size is checked here, so nothing overflows later.
         if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
-            raise ConfigError(path, f"must be at most {MAX_DURATION_TEXT}, not {shown(value)}")
+            raise ConfigError(path, f"must be at most {MAX_DURATION_TEXT}, not {policy_value(value)}")
         return cls(seconds, text)
 
     def to_raw(self) -> str:

@@ -1,7 +1,7 @@
 """A plugin's command-line surface, declared beside its args: the flags that set arg paths, the args a run from
 flags starts from (where upstream has no default, or one that makes no sense for a one-shot run), and whether a
 command runs it when no --plugin is named. The CLI builds its options from these declarations, so an
-out-of-tree plugin gets flags exactly as an in-tree one does. Nothing here knows click: commandline/ does."""
+out-of-tree plugin gets flags exactly as an in-tree one does. Nothing here knows click: cli/ does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubectl_desched.durations import parse_duration
 from kubectl_desched.errors import ConfigError, UsageError
+from kubectl_desched.model.durations import parse_duration
 from kubectl_desched.sanitize import shown
 
 INT32_MAX = 2**31 - 1  # counts are int32 fields in Kubernetes and in the descheduler's args

@@ -4,8 +4,8 @@ never written, so it can be planned on again without a reset."""
 
 from __future__ import annotations
 
-from kubectl_desched.model import Pod
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Pod
+from kubectl_desched.model.state import ClusterState
 
 
 class PlannedState(ClusterState):

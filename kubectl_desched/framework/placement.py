@@ -19,20 +19,25 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kubectl_desched.model import Node, Pod, Taint
-from kubectl_desched.scheduling import (
+from kubectl_desched.framework.predicates import (
     pod_matches_node_selector,
     preferred_node_affinity_terms,
     preferred_node_affinity_weight,
     required_anti_affinity_terms,
 )
-from kubectl_desched.selectors import Matcher, label_selector
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.label_selectors import Matcher, label_selector
+from kubectl_desched.model.objects import Node, Pod, Taint
+from kubectl_desched.model.state import ClusterState
 
-if TYPE_CHECKING:
-    from kubectl_desched.framework.plan import Candidate
+
+class Moved(Protocol):
+    """A planned eviction as the estimate reads it (framework/plan.py's Candidate, which imports this module)."""
+
+    @property
+    def pod(self) -> Pod: ...
+
 
 Workload = tuple[str, str, str]
 
@@ -77,7 +82,7 @@ class Placement:
     destinations: dict[int, Destination] = field(default_factory=dict)  # id(evicted pod) -> where
     used: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> requests after evictions and landings
 
-    def of(self, c: Candidate) -> Destination | None:
+    def of(self, c: Moved) -> Destination | None:
         return self.destinations.get(id(c.pod))
 
 
@@ -741,7 +746,7 @@ class Estimator:
         return owned.get(node, 0) if owned is not None else 0
 
 
-def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
+def estimate(state: ClusterState, candidates: Sequence[Moved]) -> Placement:
     """Each candidate's destination in eviction order, and every node's requests once all have landed: the
     estimate of a plan made before (tests and bench/placement.py; a run works it out as it plans)."""
     est = Estimator(state)
@@ -751,7 +756,7 @@ def estimate(state: ClusterState, candidates: Sequence[Candidate]) -> Placement:
     return est.placement
 
 
-def node_warnings(placement: Placement, candidates: Sequence[Candidate], nodes: Mapping[str, Node],
+def node_warnings(placement: Placement, candidates: Sequence[Moved], nodes: Mapping[str, Node],
                   targets: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
     """Per node: destinations that would end up over a plugin's target thresholds once every replacement has
     landed (the next run would move pods off them again). Only --keep-futile plans such landings."""

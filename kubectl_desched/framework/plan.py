@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from kubectl_desched.framework.overlay import PlannedState
 from kubectl_desched.framework.placement import Destination, Estimator, Placement, over_targets, workload_of
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
-from kubectl_desched.model import Pod, PodDisruptionBudget
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Pod, PodDisruptionBudget
+from kubectl_desched.model.state import ClusterState
 
 ScopeCheck = Callable[[Pod], str | None]
 # After this many futile moves in a row from one node, a plugin is told to leave that node (as when its eviction

@@ -1,5 +1,5 @@
 """A decoded policy: profiles of configured plugins, the eviction limits, and where it came from. The types only:
-policy.py decodes them, policyfile.py reads the files, framework/runner.py runs them."""
+policy.py decodes them, app/policy_files.py reads the files, framework/runner.py runs them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec
 from kubectl_desched.framework.types import Plugin
-from kubectl_desched.selectors import Matcher
+from kubectl_desched.model.label_selectors import Matcher
 
 
 @dataclass

@@ -13,8 +13,8 @@ from kubectl_desched.framework.placement import Destination
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import Policy
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import Pod
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Pod
+from kubectl_desched.model.state import ClusterState
 
 # Past this many pods a rehearsal (several whole plans) costs more than the advice is worth.
 REHEARSE_LIMIT_PODS = 5_000

@@ -12,9 +12,9 @@ from kubectl_desched.framework.plan import FUTILE_STREAK, EvictionPlan, PluginHa
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.types import BalancePlugin, DeschedulePlugin, Plugin
 from kubectl_desched.framework.workloads import warn_whole_workloads
-from kubectl_desched.model import Node, Pod
-from kubectl_desched.selectors import Matcher
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.label_selectors import Matcher
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.state import ClusterState
 
 
 @dataclass

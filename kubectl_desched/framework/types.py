@@ -11,8 +11,8 @@ from enum import Enum
 from typing import Any, ClassVar, Protocol
 
 from kubectl_desched.framework.flags import CliSurface
-from kubectl_desched.model import Node, Pod
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.state import ClusterState
 
 
 @dataclass(frozen=True)

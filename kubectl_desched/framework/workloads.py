@@ -7,8 +7,8 @@ from collections import Counter, defaultdict
 
 from kubectl_desched.framework.placement import workload_of
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
-from kubectl_desched.model import Pod
-from kubectl_desched.state import ClusterState
+from kubectl_desched.model.objects import Pod
+from kubectl_desched.model.state import ClusterState
 
 
 def is_ready(pod: Pod) -> bool:

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubectl_desched import __version__, safeload
-from kubectl_desched.durations import parse_duration as parse_duration
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.kube import execplugin, httplog, overrides, serverurl
+from kubectl_desched.model.durations import parse_duration as parse_duration
+from kubectl_desched.model.shapes import printable
 from kubectl_desched.sanitize import hold, mask_url, redact, short
-from kubectl_desched.shapes import printable
 
 if TYPE_CHECKING:  # the client is imported where a connection is built: reading the namespace needs none of it
     from kubernetes import client as k8s_client

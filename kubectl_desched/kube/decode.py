@@ -1,5 +1,5 @@
 """Typed decoding straight from bytes: a LIST page of the API, or a whole JSON snapshot (a List whose items
-dispatch on their `kind`), into the model (model.py) through the typed shapes of wire.py.
+dispatch on their `kind`), into the model (model/objects.py) through the typed shapes of model/wire.py.
 
 This is the fast way, and it only says yes or no: input it cannot take whole (a null where a value belongs, a
 kind it does not type, a List in a List, bytes that are not JSON, a value the model refuses) returns None, and
@@ -19,7 +19,9 @@ from typing import Any
 
 import msgspec
 
-from kubectl_desched import model, safeload, wire
+from kubectl_desched import safeload
+from kubectl_desched.model import objects as model
+from kubectl_desched.model import wire
 
 _SKIPPED = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, KeyError, RecursionError)
 

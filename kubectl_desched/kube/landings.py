@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from kubectl_desched.durations import parse_time
+from kubectl_desched.model.durations import parse_time
 
 if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection

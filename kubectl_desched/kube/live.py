@@ -14,13 +14,14 @@ from urllib.parse import quote
 
 import urllib3
 
-from kubectl_desched import heap, interrupts, safeload, wire
+from kubectl_desched import heap, interrupts, safeload
 from kubectl_desched.errors import DeschedError
 from kubectl_desched.kube import decode, httplog, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
-from kubectl_desched.model import ParseError, cycle_collector_paused, from_json, node_from_json
+from kubectl_desched.model import wire
+from kubectl_desched.model.objects import ParseError, cycle_collector_paused, from_json, node_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.sanitize import one_line, shown
-from kubectl_desched.state import ClusterState
 
 if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
@@ -369,7 +370,7 @@ EXTRA_KINDS = {
     "NodeMetrics": "/apis/metrics.k8s.io/v1beta1/nodes",
     "PodMetrics": "/apis/metrics.k8s.io/v1beta1/pods",
     "NodeMetric": "/apis/slo.koordinator.sh/v1alpha1/nodemetrics",
-    # Koordinator's MigrationController checks (plugins/koordarbitration.py): owners and live jobs.
+    # Koordinator's MigrationController checks (plugins/koordinator/arbitration.py): owners and live jobs.
     "ReplicaSet": "/apis/apps/v1/replicasets",
     "Deployment": "/apis/apps/v1/deployments",
     "StatefulSet": "/apis/apps/v1/statefulsets",

@@ -20,11 +20,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-from kubectl_desched import safeload, shapes
+from kubectl_desched import safeload
 from kubectl_desched.errors import UsageError
 from kubectl_desched.kube import decode, jsonstream
 from kubectl_desched.kube.jsonstream import Refused, stream_json
-from kubectl_desched.model import (
+from kubectl_desched.model import shapes
+from kubectl_desched.model.objects import (
     Node,
     ParseError,
     Pod,
@@ -35,8 +36,8 @@ from kubectl_desched.model import (
     pdb_from_json,
     pod_from_json,
 )
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.sanitize import short
-from kubectl_desched.state import ClusterState
 
 
 def _objects(doc: Any, name: str) -> Iterator[Mapping[str, Any]]:

@@ -1,19 +1,21 @@
 """In-tree plugins, one module each, named as upstream."""
 
 from kubectl_desched.framework.registry import PluginSpec, Registry
-from kubectl_desched.plugins.defaultevictor import DefaultEvictor
-from kubectl_desched.plugins.highnodeutilization import HighNodeUtilization
-from kubectl_desched.plugins.lownodeload import LowNodeLoad
-from kubectl_desched.plugins.lownodeutilization import LowNodeUtilization
-from kubectl_desched.plugins.migrationcontroller import MigrationController
-from kubectl_desched.plugins.podlifetime import PodLifeTime
-from kubectl_desched.plugins.removeduplicates import RemoveDuplicates
-from kubectl_desched.plugins.removefailedpods import RemoveFailedPods
-from kubectl_desched.plugins.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
-from kubectl_desched.plugins.removepodsviolatinginterpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
-from kubectl_desched.plugins.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
-from kubectl_desched.plugins.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
-from kubectl_desched.plugins.removepodsviolatingtopologyspreadconstraint import (
+from kubectl_desched.plugins.koordinator.lownodeload import LowNodeLoad
+from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationController
+from kubectl_desched.plugins.upstream.defaultevictor import DefaultEvictor
+from kubectl_desched.plugins.upstream.highnodeutilization import HighNodeUtilization
+from kubectl_desched.plugins.upstream.lownodeutilization import LowNodeUtilization
+from kubectl_desched.plugins.upstream.podlifetime import PodLifeTime
+from kubectl_desched.plugins.upstream.removeduplicates import RemoveDuplicates
+from kubectl_desched.plugins.upstream.removefailedpods import RemoveFailedPods
+from kubectl_desched.plugins.upstream.removepodshavingtoomanyrestarts import RemovePodsHavingTooManyRestarts
+from kubectl_desched.plugins.upstream.removepodsviolatinginterpodantiaffinity import (
+    RemovePodsViolatingInterPodAntiAffinity,
+)
+from kubectl_desched.plugins.upstream.removepodsviolatingnodeaffinity import RemovePodsViolatingNodeAffinity
+from kubectl_desched.plugins.upstream.removepodsviolatingnodetaints import RemovePodsViolatingNodeTaints
+from kubectl_desched.plugins.upstream.removepodsviolatingtopologyspreadconstraint import (
     RemovePodsViolatingTopologySpreadConstraint,
 )
 
@@ -35,7 +37,7 @@ IN_TREE = (
 
 
 def in_tree_registry() -> Registry:
-    return Registry(PluginSpec.of(p, check=False) for p in IN_TREE)  # checked by tests/unit/test_registry.py
+    return Registry(PluginSpec.of(p, check=False) for p in IN_TREE)  # checked by tests/unit/framework/test_registry.py
 
 
 def full_registry() -> Registry:

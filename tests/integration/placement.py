@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_desched.quantity import parse_quantity
+from kubectl_desched.model.quantity import parse_quantity
 
 RESOURCES = ("cpu", "memory", "pods")
 

@@ -272,7 +272,7 @@ def test_report_and_events_record_the_run(cluster: Any, namespace: str, tmp_path
                    "--report", str(report))
     assert proc.returncode == 0, proc.stderr
     doc = report_of(report)
-    assert doc["kind"] == "Report" and doc["mode"] == "evict" and doc["evictor"] == "eviction-api"
+    assert doc["kind"] == "Report" and doc["mode"] == "evict" and doc["evictor"] == "eviction"
     assert doc["scope"].startswith(f"namespace {namespace}")
     assert doc["policy"]["profiles"][0]["deschedule"][0]["name"] == "RemovePodsViolatingNodeTaints"
     assert doc["policy"]["profiles"][0]["deschedule"][0]["args"] is not None

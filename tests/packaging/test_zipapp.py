@@ -32,7 +32,7 @@ def test_each_archive_carries_its_platforms_extension_modules(os_name: str, arch
     assert so == sorted(f"site-packages/{module}.cpython-{py}-{SUFFIX[os_name, arch]}" for py in PYTHONS
                         for module in ("msgspec/_core", "pydantic_core/_pydantic_core", "yaml/_yaml"))
     # Pure-Python wheels for the rest (their optional accelerators are not needed), our package, shiv's runtime.
-    assert "site-packages/kubectl_desched/cli.py" in names and "__main__.py" in names
+    assert "site-packages/kubectl_desched/cli/main.py" in names and "__main__.py" in names
     assert "site-packages/aiohttp/__init__.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert [n for n in names if n.startswith("site-packages/bin/")] == ["site-packages/bin/check_python.py"]

@@ -24,20 +24,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_desched import safeload
-from kubectl_desched.durations import parse_duration
+from kubectl_desched.app.policy_files import load_policy
 from kubectl_desched.errors import ConfigError, DeschedError, UsageError
-from kubectl_desched.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.framework.args import Duration
+from kubectl_desched.framework.policy_decoder import apply_patch, decode_policy
 from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.kube.config import KubeOptions, connect, context_namespace
 from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.model.durations import parse_duration
+from kubectl_desched.model.label_selectors import label_selector, parse_selector
+from kubectl_desched.model.quantity import parse_quantity
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import apply_patch, decode_policy
-from kubectl_desched.policyfile import load_policy
-from kubectl_desched.quantity import parse_quantity
-from kubectl_desched.render import Painter, candidates_table, document, node_rows, nodes_table
-from kubectl_desched.selectors import label_selector, parse_selector
-from kubectl_desched.state import ClusterState
+from kubectl_desched.term.color import Painter
+from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
+from kubectl_desched.ui.plan_view import candidates_table, document, node_rows, nodes_table
 from tests import builders as b
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """No credential the tool holds or was given is shown: a password or token in the server's URL is masked wherever
 the URL is shown (errors, the Source line, the report, the -v log), as kubectl's client masks it. Over a real
-socket (the fake API of test_hostile_server.py) and the real kubeconfig loader."""
+socket (the fake API of kube/test_hostile_server.py) and the real kubeconfig loader."""
 
 from __future__ import annotations
 
@@ -17,8 +17,16 @@ import yaml
 
 from kubectl_desched.kube import httplog
 from kubectl_desched.sanitize import mask_url, one_line
-from tests.unit.test_hostile_server import DESCHEDULE, NODES, PODS, Hostile, _Served, assert_one_error_line, run_main
-from tests.unit.test_hostile_server import http_fake as http_fake  # a fixture
+from tests.unit.kube.test_hostile_server import (
+    DESCHEDULE,
+    NODES,
+    PODS,
+    Hostile,
+    _Served,
+    assert_one_error_line,
+    run_main,
+)
+from tests.unit.kube.test_hostile_server import http_fake as http_fake  # a fixture
 
 PASSWORD = "pa55-W0RD-in-url"
 QUERY_TOKEN = "q-T0KEN-in-url"

@@ -17,8 +17,8 @@ from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import DeschedulePlugin, EvictOptions, Handle, PluginArgs
 from kubectl_desched.framework.args import LabelSelectorArg, Namespaces
 from kubectl_desched.framework.flags import CliSurface, Flag, Names
-from kubectl_desched.model import Node, Pod, Taint
-from kubectl_desched.scheduling import pod_tolerates_taint
+from kubectl_desched.framework.predicates import pod_tolerates_taint
+from kubectl_desched.model.objects import Node, Pod, Taint
 
 # What the node lifecycle controller adds to a cordoned node; DaemonSet pods tolerate it by default.
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -7,11 +7,11 @@ import itertools
 from typing import Any
 
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import decode_policy, policy_from_plugins
-from kubectl_desched.state import ClusterState
 
 PLUGIN = "RemovePodsFromCordonedNodes"
 _uid = itertools.count(1)

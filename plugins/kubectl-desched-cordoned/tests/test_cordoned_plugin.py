@@ -10,11 +10,11 @@ from cordoned_fixtures import PLUGIN, node, pdb, plan_for, pod
 from kubectl_desched_cordoned import RemovePodsFromCordonedNodes, RemovePodsFromCordonedNodesArgs
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.explain import Verdicts
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import EvictionPlan
+from kubectl_desched.framework.policy_decoder import decode_policy
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.policy import decode_policy
+from kubectl_desched.ui.explain import Verdicts
 
 CORDONED = "node is cordoned (spec.unschedulable)"
 TOLERATE_CORDON = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}

@@ -1,0 +1,216 @@
+"""Turn a plan into what the user reads: tables for people, one JSON/YAML document for programs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kubectl_desched.evictors.base import EvictionResult, timestamp
+from kubectl_desched.framework.placement import Placement, node_warnings
+from kubectl_desched.framework.plan import Candidate, EvictionPlan
+from kubectl_desched.model.objects import Node, Pod
+from kubectl_desched.model.quantity import fmt_pct, format_resource
+from kubectl_desched.term.color import Painter
+from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui.formats import LazyItems
+from kubectl_desched.ui.formats import sort_key as output_order
+
+RESOURCES = ("cpu", "memory", "pods")
+_CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
+def _owner(pod: Pod) -> str:
+    o = pod.controller
+    return f"{o.kind}/{o.name}" if o else "<none>"
+
+
+def _requests(pod: Pod) -> str:
+    return ",".join(f"{r}={format_resource(r, pod.requests[r])}" for r in ("cpu", "memory") if r in pod.requests) \
+        or "<none>"
+
+
+def plan_summary(plan: EvictionPlan) -> str:
+    """The plan in one line, first: what a long table below holds."""
+    n, nodes = len(plan.candidates), len({c.pod.node_name for c in plan.candidates})
+    parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to evict from {nodes} node{'s' if nodes != 1 else ''}"]
+    if plan.kept_by_pdb:
+        parts.append(f"{len(plan.kept_by_pdb)} kept because a PodDisruptionBudget would refuse them")
+    if plan.kept_futile:
+        parts.append(f"{len(plan.kept_futile)} kept: the move would change nothing")
+    refused = sum(1 for c in plan.candidates if c.pdb_refusals)
+    if refused:
+        parts.append(f"{refused} the API will refuse (PodDisruptionBudgets, --no-respect-pdbs)")
+    # Every warning the plan text prints: the candidates' (listed once each) and the nodes'.
+    warnings = len({w for c in plan.candidates for w in c.warnings}) + sum(map(len, _node_warnings(plan).values()))
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return "; ".join(parts)
+
+
+def _node_warnings(plan: EvictionPlan) -> dict[str, list[str]]:
+    placement = plan.placement
+    if placement is None or not plan.candidates:
+        return {}
+    return node_warnings(placement, plan.candidates, plan.state.nodes, plan.targets)
+
+
+def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placement | None = None, *,
+                     headers: bool = True, labels: bool = False, sort_key: str | None = None) -> str:
+    """The candidates, in eviction order unless --sort-by orders them (the evictions keep the plan's order)."""
+    titles = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
+    if wide:
+        titles[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"] + (["DESTINATION"] if placement else [])
+    if labels:
+        titles.append("LABELS")
+    rows = []
+    marks: dict[str, tuple[int, list[str]]] = {}  # warning text -> its number and the pods it is about
+    shown = plan.candidates
+    if sort_key:
+        key = output_order(sort_key)
+        shown = sorted(shown, key=lambda c: key(candidate_doc(c, placement)))
+    for c in shown:
+        p = c.pod
+        reason = c.reason
+        for w in c.warnings:  # long; listed once under the table, with a mark in each row it is about
+            number, pods = marks.setdefault(w, (len(marks) + 1, []))
+            pods.append(f"{p.namespace}/{p.name}")
+            reason += f" [{number}]"
+        row: list[Any] = [p.namespace, p.name, p.node_name, c.plugin, reason]
+        if wide:
+            row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
+            if placement:
+                d = placement.of(c)
+                row.insert(8, d.text if d else "")
+        if labels:
+            row.append(",".join(f"{k}={v}" for k, v in sorted(p.labels.items())) or "<none>")
+        rows.append(row)
+    table = plain_table(rows, titles if headers else (), numeric=[titles.index("PRIORITY")] if wide else ())
+    notes = [f"  [{number}] {', '.join(pods)}: {w}" for w, (number, pods) in marks.items()]
+    return table + ("\nWarnings:\n" + "\n".join(notes) if notes else "")
+
+
+def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | None = None) -> list[dict[str, Any]]:
+    """With a placement estimate, "after" on requests also counts the replacements that would land."""
+    state = plan.state
+    warned = _node_warnings(plan) if placement is not None else {}
+    moving: dict[str, int] = {}
+    landing: dict[str, int] = {}
+    for c in plan.candidates:
+        moving[c.pod.node_name] = moving.get(c.pod.node_name, 0) + 1
+        d = placement.of(c) if placement else None
+        if d is not None and d.node is not None:
+            landing[d.node] = landing.get(d.node, 0) + 1
+    out = []
+    for n in nodes:
+        reports = plan.node_reports.get(n.name, [])
+        row: dict[str, Any] = {
+            "name": n.name,
+            "class": {r.plugin: r.klass for r in reports},
+            "detail": {r.plugin: r.detail for r in reports},
+            "schedulable": not n.unschedulable,
+            "evictions": moving.get(n.name, 0),
+            "landing": landing.get(n.name, 0),  # replacements the placement estimate puts here
+            # Still counted in `now` and `after` until they are gone, as upstream counts them.
+            "terminating": sum(p.terminating and not p.is_terminal for p in state.all_pods_on_node(n.name)),
+            "warnings": warned.get(n.name, []),
+        }
+        measured = plan.usage_reports.get(n.name)
+        if measured is not None:
+            row["basis"] = measured.basis
+            row["now"] = {r: round(measured.now.get(r, 0.0), 2) for r in RESOURCES}
+            row["after"] = {r: round(measured.after.get(r, 0.0), 2) for r in RESOURCES}
+        else:
+            before = state.requested_before(n.name)
+            after = placement.used.get(n.name, {}) if placement else state.requested(n.name)
+            row["basis"] = "requests"
+            row["now"] = {r: percent_of(before.get(r, 0.0), n, r) for r in RESOURCES}
+            row["after"] = {r: percent_of(after.get(r, 0.0), n, r) for r in RESOURCES}
+        out.append(row)
+    return out
+
+
+def nodes_heading(rows: list[dict[str, Any]]) -> str:
+    """What the percentages are: requests, or what a plugin measured (rows marked * where both appear)."""
+    bases = sorted({r["basis"] for r in rows})
+    if bases == ["requests"] or not bases:
+        moves = " and the estimated landings" if any(r.get("landing") for r in rows) else ""
+        return f"Nodes (requests as % of allocatable, now -> after the evictions{moves}):"
+    measured = [b for b in bases if b != "requests"]
+    text = f"Nodes ({' / '.join(measured)} as % of allocatable, now -> after the evictions"
+    return text + ("; * marks nodes shown by requests):" if "requests" in bases else "):")
+
+
+def percent_of(v: float, n: Node, r: str) -> float:
+    cap = n.allocatable.get(r, 0.0)
+    return round(v / cap * 100.0, 2) if cap else 0.0
+
+
+def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = False,
+                headers: bool = True) -> tuple[str, int]:
+    """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes."""
+    shown, hidden = [], 0
+    measured = any(x["basis"] != "requests" for x in rows)  # then nodes shown by requests are marked
+    for r in rows:
+        classes = sorted(set(r["class"].values()))
+        interesting = r["evictions"] or r.get("landing") or r.get("terminating") or \
+            any(c != "appropriately utilized" for c in classes)
+        if not (all_nodes or interesting):
+            hidden += 1
+            continue
+        label = ",".join(classes) or "-"
+        mixed = measured and r["basis"] == "requests"
+        cells = [r["name"] + ("*" if mixed else ""), paint(label, _CLASS_COLOR.get(label))]
+        for res in RESOURCES:
+            now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
+            cells.append(now if now == after else f"{now} -> {after}")
+        cells += [r["evictions"] or "", r.get("landing") or "", r.get("terminating") or ""]
+        shown.append(cells)
+    titles = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
+    for col in (7, 6):  # LAND and TERMINATING only when they say something
+        if not any(row[col] for row in shown):
+            titles.pop(col)
+            for row in shown:
+                row.pop(col)
+    counts = [i for i, t in enumerate(titles) if t in ("EVICT", "LAND", "TERMINATING")]
+    return plain_table(shown, titles if headers else (), numeric=counts), hidden
+
+
+def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:
+    p = c.pod
+    d = placement.of(c) if placement else None
+    where: dict[str, Any] = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
+                                                  "tiedWith": list(d.tied), "recreated": d.recreated}}
+    doc = {
+        "namespace": p.namespace, "pod": p.name, "uid": p.uid, "resourceVersion": p.resource_version,
+        "node": p.node_name, "plugin": c.plugin, "profile": c.profile, "reason": c.reason, "warnings": c.warnings,
+        "futile": c.futile, "owner": _owner(p),
+        "priority": p.priority, "qos": p.qos,
+        "requests": {k: format_resource(k, v) for k, v in p.requests.items()}, "labels": dict(p.labels),
+    }
+    doc.update(where)  # after the rest: the estimate comes last
+    return doc
+
+
+def result_doc(r: EvictionResult) -> dict[str, Any]:
+    p = r.candidate.pod
+    return {"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": r.candidate.plugin,
+            "result": r.outcome, "message": r.message, "startedAt": timestamp(r.started),
+            "finishedAt": timestamp(r.finished), "attempts": r.attempts, "notes": list(r.notes)}
+
+
+def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
+             results: list[EvictionResult] | None = None, placement: Placement | None = None, *,
+             lazy: bool = False) -> dict[str, Any]:
+    """The plan as -o json/yaml write it. `lazy`: the candidates are made as they are written (output.LazyItems),
+    for -o json; the document is then only for output.emit."""
+    doc: dict[str, Any] = dict(meta)
+    doc["candidates"] = LazyItems(plan.candidates, lambda c: candidate_doc(c, placement)) if lazy else \
+        [candidate_doc(c, placement) for c in plan.candidates]
+    doc["nodes"] = node_rows(plan, nodes, placement)
+    doc["kept"] = [{"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": plugin,
+                    "why": why, "kind": kind}
+                   for kind, kept in (("pdb", plan.kept_by_pdb), ("futile", plan.kept_futile))
+                   for p, plugin, why in kept.values()]
+    doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
+    doc["errors"] = list(plan.errors)
+    if results is not None:
+        doc["evictions"] = [result_doc(r) for r in results]
+    return doc
