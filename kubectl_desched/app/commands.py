@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_desched import interrupts
-from kubectl_desched.app.acting import build_runner, preflight
+from kubectl_desched import errors, interrupts
 from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
-from kubectl_desched.app.landings import GONE, landings_doc, landings_summary, landings_text
+from kubectl_desched.app.evicting import act
+from kubectl_desched.app.landings import GONE
 from kubectl_desched.app.loading import Loaded, load
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
-from kubectl_desched.app.text import error, plan_text, results_summary, warn
+from kubectl_desched.app.text import error, plan_text, warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.failures import PluginFailed
@@ -28,7 +28,6 @@ from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term import pager
 from kubectl_desched.term.color import Painter, color_enabled
-from kubectl_desched.ui.confirm import NotConfirmed, ask
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.ui.formats import is_text
 from kubectl_desched.ui.plan_view import document, node_rows
@@ -37,10 +36,8 @@ from kubectl_desched.ui.report import Report
 if TYPE_CHECKING:
     from kubectl_desched.evictors.execute import EvictionRunner
 
-EXIT_NOT_CONFIRMED = 3
-
-
-EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129): see interrupts.py
+EXIT_NOT_CONFIRMED = errors.NOT_CONFIRMED
+EXIT_INTERRUPTED = errors.INTERRUPTED  # Ctrl-C; SIGTERM and SIGHUP give 128+N as well (143, 129)
 
 
 def _mode(opts: Options, loaded: Loaded) -> str:
@@ -54,9 +51,14 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
     whatever happens after the path was checked (success, error, refusal, Ctrl-C, SIGTERM, SIGHUP): SIGTERM and
     SIGHUP raise Interrupted as Ctrl-C does instead of killing the process unrecorded."""
     report = Report(opts.acting.report) if opts.acting.report else None
+    return recorded(report, lambda: _plan_and_act(opts, policy, point, report))
+
+
+def recorded(report: Report | None, body: Callable[[], int]) -> int:
+    """body() with signals raising, and its --report written whatever ends it, with the error or interrupt."""
     with interrupts.raising():
         try:
-            code = _plan_and_act(opts, policy, point, report)
+            return body()
         except DeschedError as e:
             if report:
                 report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
@@ -74,7 +76,6 @@ def plan_and_act(opts: Options, policy: Policy, *, point: str | None = None) -> 
             if report:
                 with interrupts.deferred():  # a signal now waits until the report is on disk
                     write_report(report)
-    return code
 
 
 @dataclass
@@ -185,56 +186,16 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     code = 1 if plan.errors else 0
     if plan.candidates and mode in ("evict", "dry-run=server"):
         assert loaded.conn is not None
-        # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
-        runner, status = build_runner(opts, loaded.conn, mode, policy, quiet=False)
-        preflight(runner, plan.candidates, opts, report)
-        try:
-            landing = (lambda c: d.text if (d := placement.of(c)) else None) if placement else None
-            chosen, answer = (plan.candidates, "all") if opts.acting.yes else ask(plan.candidates, landing)
-        except NotConfirmed as e:
-            if report:
-                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [], "refused": str(e)}
+        acted = act(opts, loaded.conn, mode, policy, plan, placement, nodes, report, structured=structured,
+                    paint=paint)
+        if acted.refused is not None:
             if structured:
                 emit(document(plan, nodes, plan_meta(policy, loaded, mode), placement=placement) | {"advice": advice},
                      opts.output, opts.view)
-            click.echo(str(e), err=True)
+            click.echo(acted.refused, err=True)
             return _Round(EXIT_NOT_CONFIRMED, len(plan.candidates), 0, measure, last=True)
-        except Interrupted as e:  # at the prompt: an interrupt (128+N), not a "no" (3)
-            if report:
-                report.doc["confirmation"] = {"how": "interactive", "answer": None, "chosen": [],
-                                              "refused": f"interrupted by {e.name} at the prompt"}
-            raise
-        if report:
-            report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
-        with interrupts.deferred():  # a signal just before or after acting must not cut the record short
-            try:
-                outcome = runner.run(chosen)
-            finally:
-                if status is not None:
-                    status.clear()
-            results = outcome.results
-            if any(not r.ok for r in results):
-                code = 1
-            by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None
-            if outcome.interrupted:
-                code = interrupts.exit_code(outcome.signum) if outcome.signum is not None else EXIT_INTERRUPTED
-            if report:
-                report.evictions(results, interrupted=outcome.interrupted, exit_code=code,
-                                 interrupted_by=by if outcome.interrupted else None)
-        if not structured:
-            click.echo("")
-            click.echo(runner.evictor.results_table(results, paint))
-        click.echo(results_summary(results, outcome.interrupted, by), err=True)
-        if mode == "evict" and opts.acting.wait_landing and not outcome.interrupted:
-            landings = landings_doc(loaded.conn, plan, placement, results, nodes, opts.acting.timeout)
-            if landings is not None:
-                if report:
-                    report.doc["landings"] = landings
-                if not structured:
-                    click.echo("")
-                    click.echo(landings_text(landings, paint))
-                else:
-                    click.echo(landings_summary(landings), err=True)
+        results, runner, landings = acted.results, acted.runner, acted.landings
+        code = acted.code or code
     elif plan.candidates and mode == "snapshot" and not structured:
         click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
     if structured:

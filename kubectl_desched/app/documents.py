@@ -7,8 +7,10 @@ from typing import Any
 import click
 
 from kubectl_desched import __version__
+from kubectl_desched.app.after_action import nodes_before, record
 from kubectl_desched.app.loading import Loaded
 from kubectl_desched.app.options import Options, OutputOptions
+from kubectl_desched.app.plan_identity import plan_identity
 from kubectl_desched.evictors.choose import settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
@@ -31,6 +33,7 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
         "respectPDBs": policy.limits.respect_pdbs,
         "keepFutile": policy.limits.keep_futile,
         "maxPerWorkload": policy.limits.per_workload,
+        "identity": plan_identity(policy, loaded),
     }
 
 
@@ -68,10 +71,12 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
         "policy": policy_doc(policy), "planErrors": list(plan.errors),
     })
     report.doc.update(settings_doc(acting))
-    report.candidates(plan.candidates)
+    report.candidates(plan.candidates, plan.placement if plan.candidates else None)
+    report.doc["nodesBefore"] = nodes_before(plan, plan.placement if plan.candidates else None)
 
 
 def write_report(report: Report) -> None:
+    report.doc.update(record(report.doc))  # the after-action view: per pod and per node
     try:
         report.write()
     except OSError as e:

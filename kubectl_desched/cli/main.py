@@ -89,6 +89,53 @@ def run_policy(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, a
     sys.exit(app.plan_and_act(options(access, scope, output, acting), policy))
 
 
+@command(cli, "apply", examples=[
+    ("Review a plan, then apply exactly it", "kubectl desched balance -A -o json > plan.json\n"
+                                            "kubectl desched apply -f plan.json"),
+    ("In a pipeline: refuse the whole plan if any pod changed since", "kubectl desched apply -f plan.json --yes "
+                                                                      "--strict --report applied.json")])
+@click.option("-f", "--filename", "plan_file", required=True, metavar="PLAN", shell_complete=completers.files,
+              help="The plan document (balance, deschedule or run with -o json or -o yaml); - for stdin.")
+@click.option("--max-age", default="1h", show_default=True, metavar="DURATION",
+              help="Refuse a plan made longer ago than this.")
+@click.option("--strict", is_flag=True, help="Refuse the whole plan when any candidate is stale or refused, "
+                                             "instead of leaving those out.")
+@cluster_access
+@acting
+@output
+def apply_plan(plan_file: str, max_age: str, strict: bool, access: ClusterAccess, acting: ActOptions,
+               output: OutputOptions) -> None:
+    """Apply a reviewed plan: check it against the cluster now (same cluster, age, each pod unchanged, budgets
+    and estimate again), leave out what went stale, then confirm and evict as balance does."""
+    from kubectl_desched.app.apply import apply_plan as apply
+    from kubectl_desched.app.options import ScopeOptions
+    from kubectl_desched.cli.checks import duration, file_name
+
+    plan_file = file_name("-f/--filename", plan_file) or plan_file
+    age = duration("--max-age", max_age) or 0.0
+    if age <= 0:
+        raise UsageError("--max-age: must be more than 0 (a plan is checked against the cluster as it is now)")
+    if acting.rounds != 1:
+        raise UsageError("--rounds does not apply to apply: a plan document is one round (make a new plan instead)")
+    plugins = registry(click.get_current_context())
+
+    def relocates(name: str) -> bool:
+        return name in plugins and bool(getattr(plugins.get(name).factory, "relocates", False))
+
+    sys.exit(apply(options(access, ScopeOptions(), output, acting), plan_file, max_age=age, strict=strict,
+                   relocates=relocates))
+
+
+@cli.command("report")
+@click.argument("report_file", metavar="FILE", shell_complete=completers.files)
+def show_report(report_file: str) -> None:
+    """Print a --report file as tables: per pod planned, evicted or why not, estimated and actual landing; the
+    nodes' utilization before and after."""
+    from kubectl_desched.app.report_view import show
+
+    sys.exit(show(report_file))
+
+
 EXPLAIN_PLUGINS = PluginGroup(("deschedule", "balance"))
 
 

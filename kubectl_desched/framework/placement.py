@@ -8,8 +8,10 @@ NoSchedule/NoExecute taints, requests against what is free, pod count, required 
 anti-affinity (both ways) and topology spread with DoNotSchedule. Scores, weighted as the default profile weighs
 them: NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation over cpu and memory (1 each), NodeAffinity's
 preferred terms (2), PodTopologySpread (2) over the pod's ScheduleAnyway constraints or, when it has none, the system
-default spreading, TaintToleration (3): the PreferNoSchedule taints the pod does not tolerate, fewer is better. The
-other scoring plugins are not modelled (README: "Where the pods will land")."""
+default spreading, TaintToleration (3): the PreferNoSchedule taints the pod does not tolerate, fewer is better, and
+InterPodAffinity (2): the pod's preferred (anti-)affinity terms against the pods in each node's domains, and the
+existing pods' preferred terms and required affinity terms (weight 1) that select the pod. The other scoring plugins
+are not modelled (README: "Where the pods will land")."""
 
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ NONZERO_CPU = 0.1
 NONZERO_MEMORY = 200 * 1024 * 1024
 SCORED = ("cpu", "memory")
 TAINT_WEIGHT = 3  # TaintToleration's weight in the default profile
+AFFINITY_WEIGHT = 2  # InterPodAffinity's weight in the default profile
+HARD_AFFINITY_WEIGHT = 1  # InterPodAffinity's hardPodAffinityWeight: an existing pod's required affinity term
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")  # what NodeUnschedulable checks
 
 
@@ -86,6 +90,10 @@ class Placement:
         return self.destinations.get(id(c.pod))
 
 
+_Term = tuple[Matcher, str, tuple[str, ...], int]  # selector, topology key, namespaces, signed weight
+_OwnTerm = tuple[Mapping[str, Any], str, tuple[str, ...], int]  # the same with the selector as written
+
+
 @dataclass(slots=True)
 class _Resident:
     """A pod as the estimate sees it: where it is (or would land) and what selects it."""
@@ -96,6 +104,7 @@ class _Resident:
     terminating: bool = False
     anti: tuple[tuple[Matcher, str, tuple[str, ...]], ...] = ()  # its required anti-affinity: selector, key, ns
     gone: bool = False  # evicted, its replacement placed
+    scoring: tuple[_Term, ...] = ()  # its terms that score an incoming pod they select (InterPodAffinity)
 
 
 def _matcher(raw: Mapping[str, Any] | None) -> Matcher | None:
@@ -133,6 +142,15 @@ class _Cluster:
         self._landed: list[tuple[Pod, str]] = []
         self.with_anti: list[_Resident] = []
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
+        # InterPodAffinity's scoring: each affinity's terms, read once per (id(affinity), namespace), so replicas
+        # share them; and the pods whose terms score incoming pods, by the namespace they look in, grouped by those
+        # shared terms: a pod no term of a group selects skips the group's pods. Which terms select a label set
+        # (labels are pooled, and the pods keep them alive) is kept per namespace and id(labels), with the number of
+        # groups it was worked out over; most select none, kept as that number alone (no object a label set).
+        self._terms: dict[tuple[int, str], tuple[tuple[_OwnTerm, ...], tuple[_Term, ...]]] = {}
+        self.scoring_in: dict[str, dict[int, tuple[tuple[_Term, ...], list[_Resident]]]] = defaultdict(dict)
+        self._selects_none: dict[str, dict[int, int]] = defaultdict(dict)
+        self._selecting: dict[str, dict[int, tuple[int, list[tuple[str, int, list[_Resident]]]]]] = defaultdict(dict)
         self._resident_of: dict[int, _Resident] = {}  # id(pod) -> its _Resident, where one was made
         # (namespace, id(labels)) -> (labels, (key, value) -> how many pods there refuse such a pod by their
         # required anti-affinity): built once per label set, kept current as such pods land and leave.
@@ -251,7 +269,7 @@ class _Cluster:
         self._count_domains(pod, node, step, running=False)
         r = self._resident_of.get(id(pod))
         if r is not None:
-            r.gone = step < 0  # readers of with_anti and anti_in skip it
+            r.gone = step < 0  # readers of with_anti, anti_in and scoring_in skip it
             if r.anti:
                 self._count_others(r, step)
         self._reorder(node)
@@ -282,12 +300,16 @@ class _Cluster:
         nonzero = self.nonzero[node]
         nonzero["cpu"] += requests.get("cpu") or NONZERO_CPU
         nonzero["memory"] += requests.get("memory") or NONZERO_MEMORY
-        anti = _own_anti(pod) if pod.affinity is not None else ()  # run once per resident: most pods have none
+        anti: tuple[tuple[Matcher, str, tuple[str, ...]], ...] = ()
+        scoring: tuple[_Term, ...] = ()
+        if pod.affinity is not None:  # run once per resident: most pods have none
+            anti = _own_anti(pod)
+            scoring = self.affinity_terms(pod)[1]
         if not pod.terminating or replacement:
             self._count_owned(pod, node, 1)
-        if self._by_ns is None and not anti:
+        if self._by_ns is None and not anti and not scoring:
             return
-        r = _Resident(pod.namespace, pod.labels, node, pod.terminating and not replacement, anti)
+        r = _Resident(pod.namespace, pod.labels, node, pod.terminating and not replacement, anti, scoring=scoring)
         if not replacement:
             self._resident_of[id(pod)] = r
         if self._by_ns is not None:
@@ -297,6 +319,9 @@ class _Cluster:
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
                 self.anti_in[ns].append(r)
             self._count_others(r, 1)
+        if scoring:
+            for ns in {ns for _m, _k, namespaces, _w in scoring for ns in namespaces}:
+                self.scoring_in[ns].setdefault(id(scoring), (scoring, []))[1].append(r)
 
     def _count_owned(self, pod: Pod, node: str, step: int) -> None:
         w = workload_of(pod)
@@ -381,6 +406,40 @@ class _Cluster:
                         counts[(key, value)] += 1
             found = self._others[ident] = (pod.labels, counts)
         return [kv for kv, k in found[1].items() if k > 0]
+
+    def affinity_terms(self, pod: Pod) -> tuple[tuple[_OwnTerm, ...], tuple[_Term, ...]]:
+        """The pod's InterPodAffinity scoring terms: its own preferred ones, which score the nodes for it, and those
+        which score the nodes for an incoming pod they select (its preferred ones and its required affinity)."""
+        aff = pod.affinity
+        if not aff or not (aff.get("podAffinity") or aff.get("podAntiAffinity")):
+            return _NO_TERMS  # most pods, DaemonSet pods among them (their node affinity is their own)
+        ident = (id(aff), pod.namespace)  # affinities are pooled, and the pods keep them alive
+        found = self._terms.get(ident)
+        if found is None:
+            found = self._terms[ident] = _affinity_terms(pod)
+        return found
+
+    def scored_by(self, pod: Pod) -> dict[tuple[str, str], int]:
+        """Per (key, value) domain, the summed signed weights of the other pods' terms there that select this pod,
+        as the moves so far leave them (the pods that left skipped, the replacements that landed counted)."""
+        ns, ident = pod.namespace, id(pod.labels)
+        groups = self.scoring_in.get(ns, {})
+        if self._selects_none[ns].get(ident) == len(groups):
+            return {}
+        found = self._selecting[ns].get(ident)
+        if found is None or found[0] != len(groups):
+            selecting = [(key, weight, residents) for terms, residents in groups.values()
+                         for m, key, namespaces, weight in terms if ns in namespaces and m(pod.labels)]
+            if not selecting:
+                self._selects_none[ns][ident] = len(groups)
+                return {}
+            found = self._selecting[ns][ident] = (len(groups), selecting)
+        sums: dict[tuple[str, str], int] = {}
+        for key, weight, residents in found[1]:
+            for r in residents:
+                if not r.gone and (value := self.nodes_by_name[r.node].labels.get(key)) is not None:
+                    sums[(key, value)] = sums.get((key, value), 0) + weight
+        return sums
 
     def allowed_by_affinity(self, pod: Pod) -> list[Node]:
         """The nodes the pod's nodeSelector and required node affinity allow (what topology spread counts over)."""
@@ -484,6 +543,31 @@ class _AffinityCheck:
         return None
 
 
+_NO_TERMS: tuple[tuple[_OwnTerm, ...], tuple[_Term, ...]] = ((), ())
+
+
+def _affinity_terms(pod: Pod) -> tuple[tuple[_OwnTerm, ...], tuple[_Term, ...]]:
+    """See _Cluster.affinity_terms. A term without a selector or a topology key selects nothing, as upstream."""
+    aff = pod.affinity or {}
+    pa, paa = aff.get("podAffinity") or {}, aff.get("podAntiAffinity") or {}
+    own: list[_OwnTerm] = []
+    weighted = [(t.get("podAffinityTerm") or {}, int(t.get("weight") or 0), sign)
+                for sign, terms in ((1, pa), (-1, paa))
+                for t in terms.get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
+    for term, weight, sign in weighted:
+        raw, key = term.get("labelSelector"), str(term.get("topologyKey") or "")
+        if raw is not None and key and weight:
+            own.append((raw, key, _term_namespaces(pod, term), sign * weight))
+    required = [(term, HARD_AFFINITY_WEIGHT, 1) for term in pa.get("requiredDuringSchedulingIgnoredDuringExecution")
+                or ()]
+    scoring: list[_Term] = []
+    for term, weight, sign in [*required, *weighted]:
+        m, key = _matcher(term.get("labelSelector")), str(term.get("topologyKey") or "")
+        if m is not None and key and weight:
+            scoring.append((m, key, _term_namespaces(pod, term), sign * weight))
+    return tuple(own), tuple(scoring)
+
+
 def _own_anti(pod: Pod) -> tuple[tuple[Matcher, str, tuple[str, ...]], ...]:
     out = []
     for term in required_anti_affinity_terms(pod):
@@ -533,7 +617,7 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     """The modelled default score plugins summed with their weights: NodeResourcesFit's LeastAllocated (requests
     with the scheduler's defaults for unset ones) and BalancedAllocation (the requests as set), each 0-100 in
     integers as kube-scheduler computes them, weight 1 each; NodeAffinity's preferred terms (2),
-    PodTopologySpread's system default constraints (2) and TaintToleration (3)."""
+    PodTopologySpread's system default constraints (2), TaintToleration (3) and InterPodAffinity (2)."""
     want = pod.requests
     cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
     cpu_nz_want, mem_nz_want = cpu_want or NONZERO_CPU, mem_want or NONZERO_MEMORY
@@ -564,7 +648,41 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     spread = _soft_spread(pod, feasible, cl) if pod.spread_constraints else _default_spread(pod, feasible, cl)
     for n, v in zip(feasible, spread, strict=False):  # empty: not scored
         out[n.name] += 2 * v
+    # InterPodAffinity: only where the pod has such terms or other pods' terms look into its namespace.
+    own = cl.affinity_terms(pod)[0] if pod.affinity is not None else ()
+    if own or cl.scoring_in.get(pod.namespace):
+        scored = cl.scored_by(pod)
+        if own or any(scored.values()):  # most pods: no other pod's term selects them
+            for n, v in zip(feasible, _pod_affinity_scores(own, scored, feasible, cl), strict=False):
+                out[n.name] += AFFINITY_WEIGHT * v
     return out
+
+
+def _pod_affinity_scores(own: tuple[_OwnTerm, ...], scored: dict[tuple[str, str], int], feasible: list[Node],
+                         cl: _Cluster) -> list[int]:
+    """InterPodAffinity's normalized score of each feasible node, in their order (empty: 0 everywhere). Per (key,
+    value) domain: the weight of each of the pod's preferred terms (negative for anti-affinity) times the pods
+    there it selects, terminating ones included, plus the weights of the other pods' terms there that select the
+    pod (scored: _Cluster.scored_by); a node sums the domains it is in. Normalized from the lowest (0) to the
+    highest (100) over the feasible nodes; all equal: 0."""
+    domains: dict[str, dict[str, int]] = defaultdict(dict)
+    for (key, value), weight in scored.items():
+        if weight:
+            domains[key][value] = weight
+    for raw, key, namespaces, weight in own:
+        counts = cl.domain_counts(raw, key, namespaces, running_only=False)
+        values = domains[key]
+        for value, k in counts.items():
+            if k:
+                values[value] = values.get(value, 0) + weight * k
+    if not any(domains.values()):
+        return []
+    raw_scores = [sum(values.get(v, 0) for key, values in domains.items() if (v := n.labels.get(key)) is not None)
+                  for n in feasible]
+    lo, hi = min(raw_scores, default=0), max(raw_scores, default=0)
+    if hi == lo:
+        return []
+    return [int(MAX_SCORE * ((v - lo) / (hi - lo))) for v in raw_scores]
 
 
 def _taint_scores(pod: Pod, feasible: list[Node], tainted: Mapping[str, tuple[Taint, ...]]) -> dict[str, int]:

@@ -128,6 +128,7 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
     condition_times: str
     ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
     scheduler_name: str = DEFAULT_SCHEDULER  # Koordinator's ReservationFirst mode only moves its scheduler's pods
+    resource_version: str = ""  # as read: a plan names it, so a reviewer can tell the pod changed since
 
     @property
     def key(self) -> str:
@@ -179,6 +180,7 @@ class PodDisruptionBudget(Struct, kw_only=True, gc=False):
 class Namespace(Struct, frozen=True, gc=False):
     name: str
     labels: Mapping[str, str]
+    uid: str = ""  # kube-system's names the cluster a plan was made on
 
 
 class PriorityClass(Struct, frozen=True, gc=False):
@@ -592,6 +594,7 @@ def finish_pod(w: wire.Pod) -> Pod:
         ephemeral_statuses=tuple(_statuses(status.ephemeral_container_statuses, False))
         if status.ephemeral_container_statuses else (),
         scheduler_name=_intern(spec.scheduler_name or DEFAULT_SCHEDULER),
+        resource_version=meta.resource_version,
     )
 
 
@@ -633,7 +636,7 @@ def _usage(raw: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def _finish_namespace(w: wire.Namespace) -> Namespace:
-    return Namespace(w.metadata.name, _strings(w.metadata.labels))
+    return Namespace(w.metadata.name, _strings(w.metadata.labels), w.metadata.uid)
 
 
 def _finish_priority_class(w: wire.PriorityClass) -> PriorityClass:

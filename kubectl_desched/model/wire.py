@@ -48,6 +48,7 @@ class ObjectMeta(_Wire, kw_only=True):
     creation_timestamp: Time = ""
     deletion_timestamp: Time = ""
     generation: Int64 | None = None
+    resource_version: str = ""
 
 
 class Resources(_Wire, kw_only=True):

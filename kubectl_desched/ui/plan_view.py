@@ -179,8 +179,9 @@ def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str,
     where: dict[str, Any] = {} if d is None else {"destination": {"node": d.node, "estimate": True, "why": d.why,
                                                   "tiedWith": list(d.tied), "recreated": d.recreated}}
     doc = {
-        "namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": c.plugin,
-        "profile": c.profile, "reason": c.reason, "warnings": c.warnings, "futile": c.futile, "owner": _owner(p),
+        "namespace": p.namespace, "pod": p.name, "uid": p.uid, "resourceVersion": p.resource_version,
+        "node": p.node_name, "plugin": c.plugin, "profile": c.profile, "reason": c.reason, "warnings": c.warnings,
+        "futile": c.futile, "owner": _owner(p),
         "priority": p.priority, "qos": p.qos,
         "requests": {k: format_resource(k, v) for k, v in p.requests.items()}, "labels": dict(p.labels),
     }

@@ -16,6 +16,7 @@ from kubectl_desched import __version__
 from kubectl_desched.errors import UsageError
 from kubectl_desched.evictors.base import EvictionResult, now, timestamp
 from kubectl_desched.framework.args import encode_args
+from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import redact
@@ -111,8 +112,8 @@ class Report:
             "summary": None, "error": None,
         }
 
-    def candidates(self, candidates: list[Candidate]) -> None:
-        self.doc["candidates"] = [candidate_doc(c) for c in candidates]
+    def candidates(self, candidates: list[Candidate], placement: Placement | None = None) -> None:
+        self.doc["candidates"] = [candidate_doc(c, placement) for c in candidates]
 
     def confirmation(self, how: str, answer: str, chosen: list[Candidate]) -> None:
         self.doc["confirmation"] = {"how": how, "answer": answer, "at": timestamp(now()),

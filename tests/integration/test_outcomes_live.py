@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from desched import as_json, desched
 from placement import utilization
-from simcluster import SimCluster, deployment, pdb, statefulset
+from simcluster import SimCluster, deployment, pdb, priority_class, statefulset
 
 pytestmark = pytest.mark.integration
 
@@ -151,6 +151,62 @@ def test_a_mixed_fleet_of_ten_nodes(sim: SimCluster, sim_namespace: str, tmp_pat
         sim.add_nodes([f"{ns}-{n}" for n in names], cpu=cpu, memory="32Gi", labels={"sim-test": ns, ZONE: zone})
     with capsys.disabled():
         _run_rounds(sim, ns, tmp_path, "mixed")
+
+
+def _landings(out: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for r in out["rounds"] if r["landings"] for p in r["landings"]["pods"]]
+
+
+def test_a_spare_node_tainted_prefer_no_schedule(sim: SimCluster, sim_namespace: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Two empty nodes join, one tainted PreferNoSchedule: kube-scheduler's TaintToleration score (weight 3) keeps
+    every replacement off it while the other has room, and so must the estimate (before it modelled the taint, it
+    sent the second replacement to the emptier tainted node)."""
+    ns = sim_namespace
+    _nodes(sim, ns, ["n1", "n2"], "a")
+    pin = {"sim-test": ns}
+    sim.apply(deployment(ns, "web", 6, cpu="500m", memory="512Mi", node_selector=pin))
+    sim.apply(deployment(ns, "batch", 4, cpu="500m", memory="512Mi", node_selector=pin))  # 62.5% cpu a node
+    sim.wait_workloads_ready(ns)
+    spare = _nodes(sim, ns, ["spare"], "b", taints=[{"key": "spare", "value": "yes", "effect": "PreferNoSchedule"}])[0]
+    _nodes(sim, ns, ["n3"], "b")
+    with capsys.disabled():
+        out = _run_rounds(sim, ns, tmp_path, "prefer-no-schedule")
+    landed = _landings(out)
+    assert spare not in {p["landed"] for p in landed}
+    assert all(spare != p["estimated"] and spare not in (p["tiedWith"] or ()) for p in landed), landed
+
+
+def test_preferred_pod_anti_affinity_between_workloads(sim: SimCluster, sim_namespace: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Four one-replica cache workloads that prefer not to share a node with any cache pod (so default spreading,
+    which counts a workload's own pods, does not tell them apart); batch pods of a higher priority, so the caches
+    are the pods LowNodeUtilization moves. Of the two nodes that join, big (16 cpu) is the emptier for resources
+    after one cache lands there, but InterPodAffinity (weight 2) sends the next cache to small: the estimate must
+    put the moved caches where kube-scheduler put them (in any order: the two replacements are created together)."""
+    ns = sim_namespace
+    _nodes(sim, ns, ["n1", "n2"], "a")
+    pin = {"sim-test": ns}
+    keep = f"{ns}-keep"
+    sim.apply(priority_class(keep, 1000))
+    term = {"labelSelector": {"matchLabels": {"role": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
+    apart = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}]}}
+    for i in range(4):
+        cache = _with(deployment(ns, f"cache-{i}", 1, cpu="500m", memory="512Mi", node_selector=pin), affinity=apart)
+        cache["spec"]["template"]["metadata"]["labels"]["role"] = "cache"
+        sim.apply(cache)
+    sim.apply(deployment(ns, "batch", 6, cpu="500m", memory="512Mi", node_selector=pin, priority_class=keep))
+    sim.wait_workloads_ready(ns)
+    sim.add_nodes([f"{ns}-big"], cpu="16", memory="64Gi", labels={"sim-test": ns, ZONE: "b"})
+    _nodes(sim, ns, ["small"], "b")
+    with capsys.disabled():
+        out = _run_rounds(sim, ns, tmp_path, "pod-anti-affinity")
+    caches = [p for p in _landings(out) if p["pod"].startswith("cache-")]
+    assert caches, "no cache pod moved"
+    assert sorted(p["estimated"] for p in caches) == sorted(p["landed"] for p in caches), caches
+    if len(caches) == 2:  # the usual plan: one cache off each of n1 and n2, one to each new node
+        assert {p["landed"] for p in caches} == {f"{ns}-big", f"{ns}-small"}, caches
 
 
 def test_the_tally_of_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:

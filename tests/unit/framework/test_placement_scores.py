@@ -44,3 +44,98 @@ def test_untolerated_taints_are_normalized_against_the_most_any_node_has() -> No
     state, cands = setup(objs, ["mover"])
     dest = estimate(state, cands).of(cands[0])
     assert dest is not None and (dest.node, dest.why) == ("one", "score 499")  # 149 + 3 x 50 + 200; two: 174 + 0 + 200
+
+
+def term(app: str, key: str = "kubernetes.io/hostname", **extra: Any) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key, **extra}
+
+
+def preferred(kind: str, app: str, weight: int = 100, **extra: Any) -> dict[str, Any]:
+    """spec.affinity with one preferred podAffinity or podAntiAffinity term."""
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": weight, "podAffinityTerm": term(app, **extra)}]}}
+
+
+def two_nodes(near: dict[str, Any], mover: dict[str, Any]) -> list[dict[str, Any]]:
+    """`near` (a small pod of another workload, so default spreading does not tell) on the emptier node x1, a
+    larger pod on x2: by resources alone the mover goes to x1."""
+    return [b.node("x1"), b.node("x2"), b.node("src", cpu="1"), near,
+            pod("heavy", "x2", cpu="1500m", memory="2Gi", owner_name="heavy"), mover]
+
+
+def test_the_pods_preferred_anti_affinity_steers_it_away() -> None:
+    near = pod("cache-0", "x1", cpu="100m", memory="128Mi", labels={"app": "cache"}, owner_name="other-cache")
+    apart = preferred("podAntiAffinity", "cache")
+    # x1: -100 (one cache pod there), x2: 0 -> normalized 0 and 100, weight 2: x2 by 200
+    assert where(two_nodes(near, pod("mover", "src", labels={"app": "cache"}, affinity=apart)), ["mover"]) == \
+        [("x2", ("x2",))]
+    assert where(two_nodes(near, pod("mover", "src", labels={"app": "cache"})), ["mover"])[0][0] == "x1"
+
+
+def test_the_pods_preferred_affinity_draws_it_near() -> None:
+    near = pod("db-0", "x2", cpu="100m", memory="128Mi", labels={"app": "db"}, owner_name="db")
+    objs = [b.node("x1"), b.node("x2"), b.node("src", cpu="1"), near,
+            pod("heavy", "x2", cpu="1500m", memory="2Gi", owner_name="heavy")]
+    assert where([*objs, pod("mover", "src", affinity=preferred("podAffinity", "db"))], ["mover"])[0][0] == "x2"
+    assert where([*objs, pod("mover", "src")], ["mover"])[0][0] == "x1"
+    # a term in another namespace than the db pod's selects nothing
+    elsewhere = preferred("podAffinity", "db", namespaces=["other"])
+    assert where([*objs, pod("mover", "src", affinity=elsewhere)], ["mover"])[0][0] == "x1"
+
+
+def test_an_existing_pods_preferred_anti_affinity_keeps_the_pod_away_without_indexing_every_pod() -> None:
+    from kubectl_desched.framework.placement import Estimator
+
+    guard = pod("guard", "x1", cpu="100m", memory="128Mi", labels={"app": "db"}, owner_name="db",
+                affinity=preferred("podAntiAffinity", "web", weight=10))
+    mover = pod("mover", "src", labels={"app": "web"})
+    state, cands = setup(two_nodes(guard, mover), ["mover"])
+    est = Estimator(state)
+    assert est.move(cands[0].pod).node == "x2"  # -10 on x1, 0 on x2: normalized 0 and 100, whatever the weight
+    assert est.cl._by_ns is None  # the guard's term is kept on its own: no index of every pod was needed
+    guard["spec"]["affinity"] = preferred("podAntiAffinity", "api")  # the control: it selects no web pod
+    assert where(two_nodes(guard, mover), ["mover"])[0][0] == "x1"
+
+
+def test_an_existing_pods_required_affinity_scores_with_the_hard_weight() -> None:
+    """hardPodAffinityWeight 1: tiny before normalization, the whole 100 after it when nothing else differs."""
+    needs_web = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("web")]}}
+    sidecar = pod("sidecar", "x2", cpu="100m", memory="128Mi", labels={"app": "side"}, owner_name="side",
+                  affinity=needs_web)
+    near = pod("small", "x1", cpu="100m", memory="128Mi", owner_name="small")
+    assert where([*two_nodes(near, pod("mover", "src", labels={"app": "web"})), sidecar], ["mover"])[0][0] == "x2"
+    assert where([*two_nodes(near, pod("mover", "src", labels={"app": "api"})), sidecar], ["mover"])[0][0] == "x1"
+
+
+def test_replacements_placed_before_count_both_ways() -> None:
+    """Two cache pods of different workloads (so default spreading does not tell) with preferred anti-affinity to
+    each other leave src: the first takes the big node, the second must see it there, by its own term and by the
+    landed one's, and take the small node which resources alone would not pick."""
+    def objs(first: dict[str, Any] | None, second: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [b.node("big", cpu="16", memory="64Gi"), b.node("small"), b.node("src", cpu="2"),
+                pod("c1", "src", labels={"app": "cache"}, owner_name="c1", **({"affinity": first} if first else {})),
+                pod("c2", "src", labels={"app": "cache"}, owner_name="c2", **({"affinity": second} if second else {}))]
+    apart = preferred("podAntiAffinity", "cache")
+    assert [n for n, _tied in where(objs(apart, apart), ["c1", "c2"])] == ["big", "small"]
+    assert [n for n, _tied in where(objs(None, None), ["c1", "c2"])] == ["big", "big"]
+    # each way alone: the landed c1's term selects c2, or c2's own term selects the landed c1
+    assert [n for n, _tied in where(objs(apart, None), ["c1", "c2"])] == ["big", "small"]
+    assert [n for n, _tied in where(objs(None, apart), ["c1", "c2"])] == ["big", "small"]
+
+
+def test_an_undone_move_puts_the_pods_terms_back() -> None:
+    """c1 fits nowhere while it terminates, so it is placed as if gone (its term leaves src); undone, the term
+    must count again for c2."""
+    from kubectl_desched.framework.placement import Estimator
+
+    objs = [b.node("src", cpu="2"), b.node("full", cpu="1"), pod("filler", "full", cpu="1"),
+            pod("c1", "src", cpu="2", labels={"app": "cache"}, affinity=preferred("podAntiAffinity", "cache")),
+            pod("c2", "full", cpu="0", labels={"app": "cache"})]
+    state, cands = setup(objs, ["c1", "c2"])
+    est = Estimator(state)
+    c2 = cands[1].pod
+    before = dict(est.cl.scored_by(c2))
+    assert est.move(cands[0].pod).node == "src"
+    during = dict(est.cl.scored_by(c2))
+    est.undo()
+    assert before == dict(est.cl.scored_by(c2)) == {("kubernetes.io/hostname", "src"): -100} != during
