@@ -473,10 +473,10 @@ def test_no_kubeconfig_error_shows_a_credential(workdir: Path, monkeypatch: pyte
     assert code in (1, 2)
 
 
-def test_the_readme_states_the_limits_in_force() -> None:
+def test_the_docs_state_the_limits_in_force() -> None:
     from kubectl_desched.framework import policy_decoder as policy
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Reliability: hostile files and flags"):]
+    page = (REPO / "docs" / "reliability.md").read_text()
+    section = page[page.index("## Hostile files and flags"):]
     section = section[:section.index("\n## ")]
     for text in (f"| {safeload.MAX_DEPTH} levels |",
                  f"| {safeload.describe_size(safeload.MAX_JSON_SNAPSHOT_CHARS)} |",
