@@ -24,7 +24,7 @@ RSS. Around each live command the apiserver's /metrics say how many pod LISTs it
 how many from etcd. Medians and ratios go to stdout as Markdown, everything to --results as JSON.
 
     .venv/bin/python bench/perf.py                      # small (200 nodes / 6,000 pods), a quick check
-    .venv/bin/python bench/perf.py --scale full --runs 3 --results perf.json   # the README table
+    .venv/bin/python bench/perf.py --scale full --runs 3 --results perf.json   # the table of docs/performance.md
 
 Generated snapshots and loaded etcd data are kept in --work, so a rerun only measures.
 """
