@@ -1,7 +1,7 @@
 """MkDocs hook: the Reference pages made from the code at build time, so they cannot disagree with the tool.
 
 reference/commands.md walks the click commands as `--help` lays them out (headings, defaults, examples);
-reference/plugins.md lists the in-tree plugins as `kubectl desched plugins -o json` does (pluginstable.rows),
+reference/plugins.md lists the in-tree plugins as `kubectl desched plugins -o json` does (ui/plugins_table.rows),
 with each plugin's extension points, args and defaults, flags, and the optional hooks it answers.
 Only in-tree plugins are listed, so the pages do not depend on what else is installed where the site is built."""
 
@@ -14,13 +14,13 @@ from typing import Any
 import click
 from mkdocs.structure.files import File, Files
 
-from kubectl_desched import pluginstable
-from kubectl_desched.cli import cli
-from kubectl_desched.commandline.help import HEADINGS, OTHER
+from kubectl_desched.cli.help import HEADINGS, OTHER
+from kubectl_desched.cli.main import cli
 from kubectl_desched.framework.types import BalancePlugin, Plugin
 from kubectl_desched.plugins import in_tree_registry
+from kubectl_desched.ui import plugins_table as pluginstable
 
-REGISTRY_KEY = "kubectl_desched.registry"  # where commandline.plugin_flags.registry() keeps the loaded plugins
+REGISTRY_KEY = "kubectl_desched.registry"  # where cli.plugin_flags.registry() keeps the loaded plugins
 
 
 def _cell(text: str) -> str:

@@ -5,7 +5,8 @@ line is run from the repository's top and what it prints (stdout and stderr, in 
 lines after it. A line `...` alone stands for any number of lines. A session that needs a live cluster is marked
 with `<!-- example: live -->` on the line before its fence and skipped here (the live tests cover what it shows).
 Every ```python block of a page is run, in order, in one namespace per page, and the `test_*` functions the page
-defines are called: the plugin author's guide is tested this way."""
+defines are called: the plugin author's guide is tested this way. And every Python file a page names in backticks
+must exist, so a moved module cannot leave the docs pointing at nothing."""
 
 from __future__ import annotations
 
@@ -137,6 +138,24 @@ def test_python_snippets_run(page: str, monkeypatch: pytest.MonkeyPatch) -> None
         for name in sorted(set(namespace) - before):
             if name.startswith("test_") and callable(namespace[name]):
                 namespace[name]()
+
+
+def python_files() -> set[str]:
+    skip = {".venv", "site", "build", "dist", ".git", "__pycache__"}
+    return {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)}
+
+
+def test_every_python_file_the_docs_name_exists() -> None:
+    files = python_files()
+    named = re.compile(r"`([\w./-]+\.py)`")
+    missing = []
+    for page in pages():
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for m in named.finditer(line):
+                path = m.group(1)
+                if not any(f == path or f.endswith("/" + path) for f in files):
+                    missing.append(f"{page.relative_to(ROOT)}:{number}: {path}")
+    assert not missing, "pages name Python files that do not exist:\n" + "\n".join(missing)
 
 
 def test_the_collector_finds_the_readme_demo_and_runs_it() -> None:
