@@ -1,4 +1,4 @@
-"""One table of exit codes (errors.py), as the README lists it, and each code as commands really give it."""
+"""One table of exit codes (errors.py), as the docs list it, and each code as commands really give it."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.state import ClusterState
 from tests.unit.app.test_apply import TAINTS, World, make_plan, run_cli, world  # noqa: F401  (a fixture)
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "evicting-safely.md"
 
 
-def test_the_readme_table_lists_the_codes_of_the_table() -> None:
-    text = README.read_text()
-    section = text[text.index("### Exit codes"):]
-    section = section[:section.index("\n### ", 4)]
+def test_the_docs_table_lists_the_codes_of_the_table() -> None:
+    text = PAGE.read_text()
+    section = text[text.index("## Exit codes"):]
+    section = section[:section.index("\n## ", 4)]
     listed = re.findall(r"^\| `([0-9+N]+)` \|", section, re.M)
     assert listed == [str(c) for c, _ in errors.TABLE if c != errors.INTERRUPTED] + ["128+N"]
 
