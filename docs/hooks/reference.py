@@ -14,7 +14,7 @@ from typing import Any
 import click
 from mkdocs.structure.files import File, Files
 
-from kubectl_desched.cli.help import HEADINGS, OTHER
+from kubectl_desched.cli.help import option_sections
 from kubectl_desched.cli.main import cli
 from kubectl_desched.framework.types import BalancePlugin, Plugin
 from kubectl_desched.plugins import in_tree_registry
@@ -51,14 +51,7 @@ def commands_page() -> str:
     for path, cmd, ctx in _commands(cli, root, "kubectl desched"):
         out += [f"## {path}", "", (cmd.help or "").strip().replace("\n", " "), "", "```text",
                 " ".join(cmd.collect_usage_pieces(ctx)).join((f"{path} ", "")), "```", ""]
-        sections: dict[str, list[tuple[str, str]]] = {h: [] for h in HEADINGS}
-        for param in cmd.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is not None:
-                sections[getattr(param, "heading", OTHER)].append(record)
-        for heading, rows in sections.items():
-            if not rows:
-                continue
+        for heading, rows in option_sections(cmd, ctx).items():
             out += [f"**{heading}**", "", "| flag | meaning |", "|---|---|"]
             out += [f"| `{_cell(flag)}` | {_cell(meaning)} |" for flag, meaning in rows]
             out.append("")

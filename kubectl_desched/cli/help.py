@@ -45,15 +45,9 @@ class Command(click.Command):
         return [*params, help_option] if help_option is not None else params
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        sections: dict[str, list[tuple[str, str]]] = {h: [] for h in HEADINGS}
-        for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is not None:
-                sections[getattr(param, "heading", OTHER)].append(record)
-        for heading, rows in sections.items():
-            if rows:
-                with formatter.section(heading):
-                    formatter.write_dl(rows)
+        for heading, rows in option_sections(self, ctx).items():
+            with formatter.section(heading):
+                formatter.write_dl(rows)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -62,6 +56,17 @@ class Command(click.Command):
             formatter.write_text("Examples:")
             for comment, line in self.examples:
                 formatter.write(f"  # {comment}\n  {line}\n\n")
+
+
+def option_sections(cmd: click.Command, ctx: click.Context) -> dict[str, list[tuple[str, str]]]:
+    """Each heading that has options, in --help's order, with their (flags, help) records; the docs' generated
+    Commands page lists the same."""
+    sections: dict[str, list[tuple[str, str]]] = {h: [] for h in HEADINGS}
+    for param in cmd.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is not None:
+            sections[getattr(param, "heading", OTHER)].append(record)
+    return {heading: rows for heading, rows in sections.items() if rows}
 
 
 def command(group: click.Group, name: str | None = None, *, examples: Sequence[tuple[str, str]] = (),
