@@ -17,19 +17,24 @@ _uid = itertools.count(1)
 
 
 def node(name: str, cpu: str | int = "4", memory: str = "8Gi", pods: str | int = "110", *, labels: dict | None = None,
-         taints: list[dict] | None = None, unschedulable: bool = False, ready: bool = True) -> dict[str, Any]:
+         taints: list[dict] | None = None, unschedulable: bool = False, ready: bool = True,
+         kubelet: str | None = None) -> dict[str, Any]:
+    """kubelet: status.nodeInfo.kubeletVersion, which tells a snapshot's Kubernetes version (without: current)."""
     alloc = {"cpu": str(cpu), "memory": memory, "pods": str(pods)}
     spec: dict[str, Any] = {}
     if taints:
         spec["taints"] = taints
     if unschedulable:
         spec["unschedulable"] = True
+    status: dict[str, Any] = {"capacity": dict(alloc), "allocatable": alloc,
+                              "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if kubelet:
+        status["nodeInfo"] = {"kubeletVersion": kubelet}
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": spec,
-        "status": {"capacity": dict(alloc), "allocatable": alloc,
-                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+        "status": status,
     }
 
 

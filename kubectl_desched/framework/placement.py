@@ -6,12 +6,13 @@ but no longer counts for topology spreading, which skips terminating pods. Once 
 as gone for the ones after it. Filters: node readiness and unschedulable, nodeSelector and required node affinity,
 NoSchedule/NoExecute taints, requests against what is free, pod count, required inter-pod affinity and
 anti-affinity (both ways) and topology spread with DoNotSchedule. Scores, weighted as the default profile weighs
-them: NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation over cpu and memory (1 each), NodeAffinity's
+them: NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation over cpu and memory (1 each; the latter as
+the cluster's version computes it, state.server_minor), NodeAffinity's
 preferred terms (2), PodTopologySpread (2) over the pod's ScheduleAnyway constraints or, when it has none, the system
 default spreading, TaintToleration (3): the PreferNoSchedule taints the pod does not tolerate, fewer is better, and
 InterPodAffinity (2): the pod's preferred (anti-)affinity terms against the pods in each node's domains, and the
 existing pods' preferred terms and required affinity terms (weight 1) that select the pod. The other scoring plugins
-are not modelled (README: "Where the pods will land")."""
+are not modelled (docs/guide/placement.md)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def workload_of(pod: Pod) -> Workload | None:
     return (pod.namespace, ref.kind, ref.name) if ref is not None else None
 
 MAX_SCORE = 100
+HALF_SCORE = MAX_SCORE // 2
+BALANCE_GAIN_MINOR = 36  # the first kube-scheduler minor whose BalancedAllocation scores a pod's change to the balance
 # Feasible nodes scored per replacement, the emptiest by requests first. kube-scheduler too scores a sample of a
 # large cluster (percentageOfNodesToScore: 10% of 5,000 nodes, never under 100).
 SCORE_LIMIT = 100
@@ -130,6 +133,10 @@ def _static_key(pod: Pod) -> str:
 class _Cluster:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
+        # BalancedAllocation scores the balance a pod leaves from Kubernetes 1.36 on, the change it makes to it;
+        # a cluster of unknown version (a snapshot) is taken to be current.
+        minor = state.server_minor
+        self.balance_gain = minor is None or minor >= BALANCE_GAIN_MINOR
         self.nodes = [n for n in sorted(state.nodes.values(), key=lambda n: n.name)]
         self.nodes_by_name = {n.name: n for n in self.nodes}
         self.gone: set[int] = set()  # the evicted pods whose replacements were placed
@@ -621,7 +628,7 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
     want = pod.requests
     cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
     cpu_nz_want, mem_nz_want = cpu_want or NONZERO_CPU, mem_want or NONZERO_MEMORY
-    caps, nonzeros, useds = cl.caps, cl.nonzero, cl.used
+    caps, nonzeros, useds, gain = cl.caps, cl.nonzero, cl.used, cl.balance_gain
     out = {}
     for n in feasible:
         name = n.name
@@ -629,11 +636,18 @@ def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
         cpu_nz, mem_nz = nonzero["cpu"] + cpu_nz_want, nonzero["memory"] + mem_nz_want
         least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
             (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
-        cpu_f = min((used.get("cpu", 0.0) + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-        mem_f = min((used.get("memory", 0.0) + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+        # BalancedAllocation: 100 less half the gap between the cpu and memory fractions (each at most 1)
+        cpu_used, mem_used = used.get("cpu", 0.0), used.get("memory", 0.0)
+        cpu_f = min((cpu_used + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+        mem_f = min((mem_used + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+        balanced = int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
+        if gain:  # 1.36 on: the change the pod makes to the node's balance, from 50 (worse) to 100 (better)
+            cpu_f = min(cpu_used / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+            mem_f = min(mem_used / mem_cap, 1.0) if mem_cap > 0 else 1.0
+            balanced = HALF_SCORE + (HALF_SCORE + balanced - int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)) // 2
         # TaintToleration's best (no untolerated PreferNoSchedule taint) to every node: _taint_scores takes off
         # what the few tainted ones lose.
-        out[name] = least // 2 + int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE) + TAINT_WEIGHT * MAX_SCORE
+        out[name] = least // 2 + balanced + TAINT_WEIGHT * MAX_SCORE
     if cl.prefer_no_schedule:
         for name, lost in _taint_scores(pod, feasible, cl.prefer_no_schedule).items():
             out[name] -= TAINT_WEIGHT * lost

@@ -40,7 +40,8 @@ def after_moves(plan: EvictionPlan) -> ClusterState:
         pods.append(msgspec.structs.replace(p, node_name=dest.node or "", uid=f"{p.uid}+", created=stamp,
                                             started=stamp if dest.node else None,
                                             phase="Running" if dest.node else "Pending"))
-    return ClusterState(base.nodes.values(), pods, base.pdbs, source=base.source, extra=base.extra, now=base.now)
+    return ClusterState(base.nodes.values(), pods, base.pdbs, source=base.source, extra=base.extra, now=base.now,
+                        server_version=base.server_version)
 
 
 @dataclass

@@ -509,7 +509,19 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
                 warn(w)
     except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
-    return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra)
+    return ClusterState(nodes, pods, pdbs, source=f"cluster {conn.server} (context {conn.context})", extra=extra,
+                        server_version=server_version(conn))  # once the rest is read: a failed read never asks
+
+
+def server_version(conn: Connection) -> str:
+    """The API server's gitVersion (which scheduler the placement estimate follows); "" when it will not say:
+    nothing else depends on it, so no error of it stops a run."""
+    try:
+        doc = request_json(conn, "GET", "/version")
+    except Exception:  # any answer but a version: the estimate takes the current scheduler
+        return ""
+    version = doc.get("gitVersion") if isinstance(doc, dict) else None
+    return version if isinstance(version, str) else ""
 
 
 def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[str] | None = None) -> list[Any]:

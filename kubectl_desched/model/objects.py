@@ -89,6 +89,7 @@ class Node(Struct, kw_only=True, gc=False):
     unschedulable: bool
     ready: bool
     allocatable: Mapping[str, float]
+    kubelet_version: str = ""  # status.nodeInfo: a snapshot's only hint of the cluster's version
 
     def tolerated_by(self, pod: Pod, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> bool:
         return all(pod.tolerates(t) for t in self.taints if t.effect in effects)
@@ -373,6 +374,7 @@ def finish_node(w: wire.Node) -> Node:
         unschedulable=w.spec.unschedulable,
         ready=ready,
         allocatable=_resources(status.allocatable or status.capacity),
+        kubelet_version=_intern(status.node_info.kubelet_version) if status.node_info else "",
     )
 
 

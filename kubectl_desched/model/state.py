@@ -3,12 +3,15 @@ one state serves any number of plans; the evictions a plan makes live in its ove
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget, extra_from_json
+
+_MINOR = re.compile(r"v1\.(\d+)\.")
 
 
 class ClusterState:
@@ -21,8 +24,10 @@ class ClusterState:
         source: str = "",
         extra: Mapping[str, list[Any]] | None = None,
         now: datetime | None = None,
+        server_version: str = "",
     ) -> None:
         self.now = now or datetime.now(UTC)  # the one clock every age check in a run uses
+        self.server_version = server_version  # the API server's gitVersion ("v1.36.3"); "" when not known
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.pods: list[Pod] = list(pods)
         self.pdbs: list[PodDisruptionBudget] = list(pdbs)
@@ -58,6 +63,15 @@ class ClusterState:
         # Objects given as parsed JSON (tests, benchmarks) become the model once, here, not in each plugin.
         self._extra = {kind: [extra_from_json(kind, o) if isinstance(o, Mapping) else o for o in objs]
                        for kind, objs in extra.items()}
+
+    @property
+    def server_minor(self) -> int | None:
+        """The Kubernetes minor version the cluster runs (the placement estimate follows its scheduler), if known:
+        the API server's, else (a snapshot) the newest its kubelets report, which never run ahead of it."""
+        if m := _MINOR.match(self.server_version):
+            return int(m.group(1))
+        minors = [int(m.group(1)) for n in self.nodes.values() if (m := _MINOR.match(n.kubelet_version))]
+        return max(minors, default=None)
 
     @property
     def from_file(self) -> bool:

@@ -250,10 +250,15 @@ class NodeCondition(_Wire, kw_only=True):
     status: str = ""
 
 
+class NodeSystemInfo(_Wire, kw_only=True):
+    kubelet_version: str = ""
+
+
 class NodeStatus(_Wire, kw_only=True):
     allocatable: Quantities | None = None
     capacity: Quantities | None = None
     conditions: list[NodeCondition] = field(default_factory=list)
+    node_info: NodeSystemInfo | None = None
 
 
 class Node(_Wire, kw_only=True, tag_field="kind", tag="Node"):

@@ -207,7 +207,8 @@ class SimCluster(LocalCluster):
             f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s", "--node-monitor-period=5s", "--v=1",
         ], self.logs["kube-controller-manager"])
         self._spawn("kube-scheduler", [
-            str(self.sim_bin_dir / "kube-scheduler"), kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1",
+            str(self.sim_bin_dir / "kube-scheduler"), kubeconfig, "--leader-elect=false", "--secure-port=0",
+            f"--v={os.environ.get('KDESCHED_SCHEDULER_V', '1')}",  # 10 logs every score it gives
         ], self.logs["kube-scheduler"])
         self._start_kwok()
         # The serviceaccount controller creates every namespace's "default" account: the controllers are working.

@@ -115,17 +115,24 @@ def test_a_swap_and_ties_decide_as_the_scheduler_could_pick() -> None:
 
 def test_removeduplicates_does_not_move_a_pod_where_it_is_a_duplicate_again() -> None:
     """Six replicas on three nodes, two per node at most: n1's third must go to n2, but n2 is busy with
-    another workload and the scheduler's LeastAllocated sends the replacement to n3, where it would be a third
-    again (upstream moves it every round)."""
+    another workload. A 1.35 scheduler's LeastAllocated and BalancedAllocation send the replacement to n3, where it
+    would be a third again (upstream moves it every round); from 1.36 on BalancedAllocation scores the change the
+    pod makes to a node's balance, the same on both, and spreading sends it to n2."""
     web = [("w1", "n1"), ("w2", "n1"), ("w3", "n1"), ("w4", "n2"), ("w5", "n3"), ("w6", "n3")]
-    objs = [b.node(n) for n in ("n1", "n2", "n3")] + [b.pod("hog", "n2", cpu="3", owner_name="batch")] + [
-        b.pod(name, node, owner_name="web") for name, node in web]
-    plan = plan_of(objs, [("RemoveDuplicates", "balance", {})])
+
+    def cluster(kubelet: str) -> list[dict[str, Any]]:
+        return [b.node(n, kubelet=kubelet) for n in ("n1", "n2", "n3")] + [
+            b.pod("hog", "n2", cpu="3", owner_name="batch")] + [
+            b.pod(name, node, owner_name="web") for name, node in web]
+
+    plan = plan_of(cluster("v1.35.2"), [("RemoveDuplicates", "balance", {})])
     assert plan.candidates == []
     assert kept(plan) == {"w3": "would be a duplicate again on n3: 3 pods of ReplicaSet default/web, more than the 2 "
                                 "per node"}
-    upstream = plan_of(objs, [("RemoveDuplicates", "balance", {})], keep_futile=True)
+    upstream = plan_of(cluster("v1.35.2"), [("RemoveDuplicates", "balance", {})], keep_futile=True)
     assert [c.pod.name for c in upstream.candidates] == ["w3"]
+    now = plan_of(cluster("v1.36.3"), [("RemoveDuplicates", "balance", {})])
+    assert [(c.pod.name, now.placement.of(c).node) for c in now.candidates] == [("w3", "n2")]  # type: ignore[union-attr]
 
 
 def test_preferred_node_affinity_moves_only_towards_a_preferred_node() -> None:

@@ -43,7 +43,31 @@ def test_untolerated_taints_are_normalized_against_the_most_any_node_has() -> No
             pod("resident", "one"), pod("mover", "src")]
     state, cands = setup(objs, ["mover"])
     dest = estimate(state, cands).of(cands[0])
-    assert dest is not None and (dest.node, dest.why) == ("one", "score 499")  # 149 + 3 x 50 + 200; two: 174 + 0 + 200
+    # one: LeastAllocated 62 + BalancedAllocation 72 (1.36: the pod moves the node's balance from 93 to 87, so
+    # 50 + (50 + 87 - 93) // 2) + 3 x 50 + 200 spreading; two: 87 + 87 + 0 + 200
+    assert dest is not None and (dest.node, dest.why) == ("one", "score 484")
+
+
+def test_balanced_allocation_follows_the_clusters_scheduler_version() -> None:
+    """kube-scheduler 1.36 scores the change a pod makes to a node's balance, 1.35 the balance it leaves (seen on
+    the sim cluster, the real scheduler's log at -v 10: worker-5 and worker-2 both 74 where the old way gave 91 and
+    82, and the replacement went to worker-2). Here w2 is fuller but has fewer of the workload's pods: by 1.35's
+    balance the emptier w5 wins, by 1.36's spreading decides. A snapshot tells the version by its kubelets."""
+    def cluster(kubelet: str) -> list[dict[str, Any]]:
+        objs = [b.node("w5", memory="16Gi", kubelet=kubelet), b.node("w2", memory="16Gi", kubelet=kubelet),
+                b.node("src", cpu="300m", memory="512Mi", kubelet=kubelet),  # full: the mover's own node
+                pod("a", "w5", cpu="400m", memory="384Mi", owner_name="other"),
+                pod("b", "w2", cpu="1900m", memory="2688Mi", owner_name="other2"),
+                pod("mover", "src", cpu="300m", memory="512Mi", owner_name="web")]
+        return objs + [pod(f"web-{node}-{i}", node, cpu="1m", memory="1Mi", owner_name="web")
+                       for node, count in (("w5", 3), ("w2", 2)) for i in range(count)]
+
+    for kubelet, node, why in (("v1.35.2", "w5", "score 647"), ("v1.36.3", "w2", "score 636")):
+        state, cands = setup(cluster(kubelet), ["mover"])
+        dest = estimate(state, cands).of(cands[0])
+        assert dest is not None and (dest.node, dest.why) == (node, why), kubelet
+    state, _ = setup(cluster("kwok-0.7.0"), [])
+    assert state.server_minor is None  # unknown: the estimate takes the current scheduler's way
 
 
 def term(app: str, key: str = "kubernetes.io/hostname", **extra: Any) -> dict[str, Any]:
