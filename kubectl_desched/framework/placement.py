@@ -20,7 +20,7 @@ import bisect
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -143,10 +143,10 @@ class _Cluster:
         self.moving: set[int] = set()  # evicted, their replacement being placed: terminating
         self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
         self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
-        # Every pod per namespace, for inter-pod affinity terms: built on first use (by_ns), as most plans have
-        # none to check and it is one object per pod in the cluster. Until then, landings are kept to add to it.
-        self._by_ns: dict[str, list[_Resident]] | None = None
-        self._landed: list[tuple[Pod, str]] = []
+        # Every pod per namespace, for inter-pod terms (in_ns): grouped when first asked for, as most plans have
+        # none to check; the replacements landed so far, by namespace.
+        self._pods_by_ns: dict[str, list[Pod]] | None = None
+        self._landed: dict[str, list[tuple[Pod, str]]] = defaultdict(list)
         self.with_anti: list[_Resident] = []
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
         # InterPodAffinity's scoring: each affinity's terms, read once per (id(affinity), namespace), so replicas
@@ -214,8 +214,7 @@ class _Cluster:
 
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
-        if self._by_ns is None:
-            self._landed.append((pod, node))
+        self._landed[pod.namespace].append((pod, node))
         self._add(pod, node, replacement=True)
         self._count_domains(pod, node, 1, running=None)
         self._reorder(node)
@@ -314,13 +313,11 @@ class _Cluster:
             scoring = self.affinity_terms(pod)[1]
         if not pod.terminating or replacement:
             self._count_owned(pod, node, 1)
-        if self._by_ns is None and not anti and not scoring:
+        if not anti and not scoring:
             return
         r = _Resident(pod.namespace, pod.labels, node, pod.terminating and not replacement, anti, scoring=scoring)
         if not replacement:
             self._resident_of[id(pod)] = r
-        if self._by_ns is not None:
-            self._by_ns[pod.namespace].append(r)
         if anti:
             self.with_anti.append(r)
             for ns in {ns for _m, _k, namespaces in anti for ns in namespaces}:
@@ -341,24 +338,20 @@ class _Cluster:
             if counts is not None and domain is not None:
                 counts[domain] = counts.get(domain, 0) + step
 
-    @property
-    def by_ns(self) -> dict[str, list[_Resident]]:
-        """Every pod (residents, then replacements as they landed) per namespace, as the estimate sees it."""
-        if self._by_ns is None:
-            by_ns: dict[str, list[_Resident]] = defaultdict(list)
-            gone, made = self.gone, self._resident_of
-            for pod in self._residents:  # the gone ones too, flagged: an undone move brings one back
-                r = made.get(id(pod))
-                if r is None:
-                    anti = _own_anti(pod) if pod.affinity is not None else ()
-                    r = made[id(pod)] = _Resident(pod.namespace, pod.labels, pod.node_name,
-                                                  pod.terminating or id(pod) in self.moving, anti, id(pod) in gone)
-                by_ns[pod.namespace].append(r)
-            for pod, node in self._landed:
-                anti = _own_anti(pod) if pod.affinity is not None else ()
-                by_ns[pod.namespace].append(_Resident(pod.namespace, pod.labels, node, False, anti))
-            self._by_ns = by_ns
-        return self._by_ns
+    def in_ns(self, namespace: str) -> Iterator[tuple[Mapping[str, str], str, bool]]:
+        """Every pod of the namespace as the estimate sees it now, as (labels, node, terminating): the residents
+        not gone, then the replacements landed. Worked out from the pods when asked, not kept per pod: an object a
+        pod was 20 MiB at 150,000 pods."""
+        if self._pods_by_ns is None:
+            self._pods_by_ns = defaultdict(list)
+            for pod in self._residents:
+                self._pods_by_ns[pod.namespace].append(pod)
+        gone, moving = self.gone, self.moving
+        for pod in self._pods_by_ns.get(namespace, ()):
+            if id(pod) not in gone:
+                yield pod.labels, pod.node_name, pod.terminating or id(pod) in moving
+        for pod, node in self._landed.get(namespace, ()):
+            yield pod.labels, node, False
 
     def owned_in(self, w: tuple[str, str, str], i: int) -> dict[str, int]:
         """The workload's running pods per value of the default spreading's key i (DEFAULT_SPREAD)."""
@@ -383,11 +376,9 @@ class _Cluster:
             counts: Counter[str] = Counter()
             if m is not None:
                 for ns in namespaces:
-                    for r in self.by_ns.get(ns, ()):
-                        if r.gone:
-                            continue
-                        value = self.nodes_by_name[r.node].labels.get(key)
-                        if value is not None and not (running_only and r.terminating) and m(r.labels):
+                    for labels, node, terminating in self.in_ns(ns):
+                        value = self.nodes_by_name[node].labels.get(key)
+                        if value is not None and not (running_only and terminating) and m(labels):
                             counts[value] += 1
             found = self._domains[ident] = (m, counts)
             if m is not None:
@@ -527,7 +518,7 @@ class _AffinityCheck:
             found = {d for d, k in counts.items() if k}
             # The first pod of a group that matches its own term may go anywhere the key exists.
             first = not found and m(pod.labels) and not any(
-                not r.gone and m(r.labels) for ns in _term_namespaces(pod, term) for r in cl.by_ns.get(ns, ()))
+                m(labels) for ns in _term_namespaces(pod, term) for labels, _node, _t in cl.in_ns(ns))
             self.needed.append((key, None if first else found))
         self.avoid: list[tuple[str, set[str], str]] = []  # key, domains refused, why
         for term in required_anti_affinity_terms(pod):

@@ -256,4 +256,4 @@ def test_an_undone_move_leaves_the_estimate_as_it_was() -> None:
     assert first == again and first.node == "small"  # the first of its group again, back on its node
     est.undo()
     assert est.cl.used["small"]["cpu"] == 1000.0 and est.cl.used["small"]["pods"] == 2.0  # cpu in millicores
-    assert [r.gone for r in est.cl.by_ns["default"] if r.labels.get("app") == "solo"] == [False]
+    assert [node for labels, node, _t in est.cl.in_ns("default") if labels.get("app") == "solo"] == ["small"]

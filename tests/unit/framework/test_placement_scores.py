@@ -116,7 +116,7 @@ def test_an_existing_pods_preferred_anti_affinity_keeps_the_pod_away_without_ind
     state, cands = setup(two_nodes(guard, mover), ["mover"])
     est = Estimator(state)
     assert est.move(cands[0].pod).node == "x2"  # -10 on x1, 0 on x2: normalized 0 and 100, whatever the weight
-    assert est.cl._by_ns is None  # the guard's term is kept on its own: no index of every pod was needed
+    assert est.cl._pods_by_ns is None  # the guard's term is kept on its own: no namespace was read whole
     guard["spec"]["affinity"] = preferred("podAntiAffinity", "api")  # the control: it selects no web pod
     assert where(two_nodes(guard, mover), ["mover"])[0][0] == "x1"
 
