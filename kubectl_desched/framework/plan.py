@@ -9,7 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubectl_desched.framework.overlay import PlannedState
-from kubectl_desched.framework.placement import Destination, Estimator, Placement, over_targets, workload_of
+from kubectl_desched.framework.placement import (
+    LARGE_PLAN,
+    Destination,
+    Estimator,
+    Placement,
+    over_targets,
+    workload_of,
+)
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
 from kubectl_desched.model.objects import Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
@@ -19,6 +26,9 @@ ScopeCheck = Callable[[Pod], str | None]
 # limit is reached): at 150,000 pods an over-utilized node's pods all land on the same wrong node, and trying each
 # doubled the plan's time.
 FUTILE_STREAK = 8
+# Past LARGE_PLAN tried moves (a cluster-wide reshuffle, where the estimate already scores fewer nodes) half as many:
+# at 150,000 pods the futile tries were a third of the plan's time.
+LARGE_PLAN_FUTILE_STREAK = 4
 
 
 @dataclass
@@ -105,6 +115,7 @@ class EvictionPlan:
         self._leaving: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # workload -> nodes it is evicted from
         self.futile_streak: Counter[tuple[str, str]] = Counter()  # (plugin, node) -> futile moves in a row
         self.futile_stops: dict[str, list[str]] = defaultdict(list)  # plugin -> nodes it was told to leave
+        self.futile_stop_streak: dict[str, int] = {}  # plugin -> the streak that made it leave the last one
         self._estimator: Estimator | None = None
 
     @property
@@ -311,9 +322,11 @@ class ProfileEvictor:
                 self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: the move would "
                                                     f"change nothing: {futile}")
                 self.plan.futile_streak[streak] += 1
-                leave = self.plan.futile_streak[streak] >= FUTILE_STREAK
+                limit = FUTILE_STREAK if estimator.moves <= LARGE_PLAN else LARGE_PLAN_FUTILE_STREAK
+                leave = self.plan.futile_streak[streak] >= limit
                 if leave:
                     self.plan.futile_stops[options.plugin].append(pod.node_name)
+                    self.plan.futile_stop_streak[options.plugin] = limit
                 return self._outcome(pod, EvictStatus.FUTILE, leave)
             self.plan.futile_streak.pop(streak, None)
             estimator.keep()

@@ -164,7 +164,8 @@ def run(policy: Policy, state: ClusterState, scope: Scope,
     for plugin, nodes in estimates:  # after the others, so the node's usage leaves out what they plan to evict
         _estimate(plan, plugin, nodes)
     for name, left in plan.futile_stops.items():
-        plan.messages.append((name, f"left {len(left)} node(s) (e.g. {left[0]}) after {FUTILE_STREAK} moves in a "
+        streak = plan.futile_stop_streak.get(name, FUTILE_STREAK)
+        plan.messages.append((name, f"left {len(left)} node(s) (e.g. {left[0]}) after {streak} moves in a "
                                     "row from each would change nothing; explain node says why"))
     warn_whole_workloads(plan, plan.state)  # as the plan leaves the cluster
     return plan

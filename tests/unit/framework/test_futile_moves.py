@@ -217,3 +217,26 @@ def test_a_plugin_leaves_a_node_whose_moves_keep_being_futile() -> None:
     assert plan.candidates == [] and len(plan.kept_futile) == FUTILE_STREAK
     assert (LNU, f"left 1 node(s) (e.g. hot) after {FUTILE_STREAK} moves in a row from each would change nothing; "
                  "explain node says why") in plan.messages
+
+
+def test_past_a_large_plans_tries_a_plugin_leaves_a_node_after_fewer_futile_moves() -> None:
+    """280 hot nodes in zone a, each with 9 pods that may only run in zone a: every move is futile. The first
+    LARGE_PLAN tries leave each node after FUTILE_STREAK; past them, after LARGE_PLAN_FUTILE_STREAK."""
+    from kubectl_desched.framework.placement import LARGE_PLAN
+    from kubectl_desched.framework.plan import FUTILE_STREAK, LARGE_PLAN_FUTILE_STREAK
+
+    hot = [f"hot{i:03d}" for i in range(280)]
+    objs = [b.node("cold", labels={ZONE: "b"}), *[b.node(n, labels={ZONE: "a"}) for n in hot],
+            *[b.pod(f"{n}-p{j}", n, cpu="300m", owner_name=f"{n}-p{j}", nodeSelector={ZONE: "a"})
+              for n in hot for j in range(9)]]
+    plan = plan_of(objs, [(LNU, "balance", CPU)])
+    assert plan.candidates == []
+    per_node = {n: 0 for n in hot}
+    for pod, _plugin, _why in plan.kept_futile.values():
+        per_node[pod.node_name] += 1
+    early = LARGE_PLAN // FUTILE_STREAK  # nodes left before the plan grew large
+    counts = sorted(per_node.values(), reverse=True)
+    assert counts[:early] == [FUTILE_STREAK] * early
+    assert counts[early + 1:] == [LARGE_PLAN_FUTILE_STREAK] * (len(hot) - early - 1)
+    assert (LNU, f"left 280 node(s) (e.g. {plan.futile_stops[LNU][0]}) after {LARGE_PLAN_FUTILE_STREAK} moves in a "
+                 "row from each would change nothing; explain node says why") in plan.messages
