@@ -11,7 +11,7 @@ from kubectl_desched.framework.placement import over_targets
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.rehearsal import REHEARSE_LIMIT_PODS, Rehearsal, rehearse
-from kubectl_desched.framework.runner import Scope, run
+from kubectl_desched.framework.runner import Scope
 from kubectl_desched.framework.types import Plugin
 from kubectl_desched.model.objects import Node
 from kubectl_desched.model.quantity import fmt_pct
@@ -63,10 +63,8 @@ def _try(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan |
     def left(p: EvictionPlan) -> list[str]:
         return over_after(p, nodes).get(plugin, [])
 
-    if len(state.pods) <= REHEARSE_LIMIT_PODS:
-        return rehearse(policy, state, scope, left, min(MAX_ROUNDS, budget + (plan is not None)), first=plan)
-    trial = plan or run(policy, state, scope)
-    return Rehearsal(1 if trial.candidates else 0, len(trial.candidates), left(trial), plans=int(plan is None))
+    rounds = min(MAX_ROUNDS, budget + (plan is not None)) if len(state.pods) <= REHEARSE_LIMIT_PODS else 1
+    return rehearse(policy, state, scope, left, rounds, first=plan)
 
 
 def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan,
