@@ -97,7 +97,7 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
         for kind in sorted(kinds or ()):
             if kind in state.extra:
                 continue
-            from kubectl_desched.kube.live import OPTIONAL_KINDS  # only here: a snapshot reads without urllib3
+            from kubectl_desched.kube.optional_kinds import OPTIONAL_KINDS
             if kind not in OPTIONAL_KINDS:
                 how = SNAPSHOT_HINTS.get(kind) or f"kubectl get nodes,pods,pdb,{kind.lower()} -A -o yaml"
                 raise UsageError(f"the policy needs {kind} objects: add them to the snapshot ({how})")

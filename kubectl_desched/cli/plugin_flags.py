@@ -39,6 +39,8 @@ class PluginFlags:
     per_workload: int | None = None
     respect_pdbs: bool = True
     keep_futile: bool = False
+    cordon: bool = False
+    surge: bool = False
 
 
 def registry(ctx: click.Context) -> Registry:
@@ -126,6 +128,14 @@ LIMIT_OPTIONS = [
            help="Plan a pod even when its replacement would likely land back on its node, swap with another pod of "
                 "its workload, land where the plugin would pick it again or stay Pending (upstream's choice; "
                 "a warning instead). By default such a pod is kept and the plugin tries its next one."),
+    option(EVICTOR_FILTERS, "--cordon", is_flag=True, default=False,
+           help="Cordon the nodes a plugin empties (HighNodeUtilization's under-utilized nodes) before the first "
+                "eviction, so no replacement lands back on them; nodes left empty stay cordoned, the others are "
+                "uncordoned once the moves are done or on any failure or Ctrl-C."),
+    option(EVICTOR_FILTERS, "--surge", is_flag=True, default=False,
+           help="Move a Deployment's pod that its PodDisruptionBudget refuses, or that is its workload's only ready "
+                "pod, replacement first: mark it with the lowest pod-deletion-cost, scale the Deployment up by one, "
+                "wait for the new pod to be Ready, scale back. Replicas are restored on every failure or Ctrl-C."),
 ]
 
 
@@ -161,7 +171,8 @@ class PluginGroup:
         return PluginFlags(own["policy_file"], own["policy_patch"], tuple(own.get("plugins") or ()),
                            tuple(own.get("plugin_args") or ()), given,
                            {LIMITS[k]: own[k] for k in LIMITS if own[k] is not None},
-                           own["max_per_workload"], own["respect_pdbs"], own["keep_futile"])
+                           own["max_per_workload"], own["respect_pdbs"], own["keep_futile"], own["cordon"],
+                           own["surge"])
 
     def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -272,6 +283,10 @@ def _tool_limits(policy: Policy, flags: PluginFlags) -> None:
     policy.limits.per_workload = flags.per_workload
     policy.limits.respect_pdbs = flags.respect_pdbs
     policy.limits.keep_futile = flags.keep_futile
+    policy.limits.cordon = flags.cordon
+    policy.limits.surge = flags.surge
+    if flags.cordon and not policy.emptying_plugins():
+        raise UsageError("--cordon applies to plugins that empty nodes (HighNodeUtilization), and none runs")
 
 
 def _check_args(spec: PluginSpec, args: dict[str, Any], given: dict[str, Any], values: Mapping[str, Any]) -> list[str]:

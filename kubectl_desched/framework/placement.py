@@ -140,6 +140,7 @@ class _Cluster:
         self.nodes = [n for n in sorted(state.nodes.values(), key=lambda n: n.name)]
         self.nodes_by_name = {n.name: n for n in self.nodes}
         self.gone: set[int] = set()  # the evicted pods whose replacements were placed
+        self.cordoned: set[str] = set()  # --cordon: nodes being emptied, which no replacement may land on
         self.moving: set[int] = set()  # evicted, their replacement being placed: terminating
         self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
         self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
@@ -784,28 +785,37 @@ class Estimator:
         self.cl = _Cluster(getattr(state, "base", state))  # a plan's overlay hides planned pods: read under it
         self.placement = Placement(used=self.cl.used)
         self._shared: dict[Any, Any] = {}
-        self._moving: tuple[Pod, Destination] | None = None
+        self._moving: tuple[Pod, Destination, bool] | None = None
         self.moves = 0  # tried, kept or not: what the scoring limit counts
 
-    def move(self, pod: Pod) -> Destination:
+    def cordon(self, names: Sequence[str]) -> None:
+        """These nodes are cordoned from now on: the scheduler's NodeUnschedulable filter refuses them."""
+        self.cl.cordoned.update(names)
+
+    def move(self, pod: Pod, surge: bool = False) -> Destination:
         """Where the pod's replacement would land, the pod still terminating on its node; where nothing fits
-        then, where it lands once that pod is gone (deleting it re-queues a replacement that did not fit)."""
+        then, where it lands once that pod is gone (deleting it re-queues a replacement that did not fit).
+        A surge's replacement is placed with the pod still running in full (it goes only once the new one is
+        Ready), and does not wait for it to go."""
         assert self._moving is None, "keep() or undo() the last move first"
         cl = self.cl
         self.moves += 1
         cl.track(pod)
-        cl.terminate(pod)
+        if not surge:
+            cl.terminate(pod)
         dest = self._place(pod)
-        if dest.node is None and dest.recreated:
+        if dest.node is None and dest.recreated and not surge:
             cl.remove(pod)
             dest = self._place(pod)
-        self._moving = (pod, dest)
+        self._moving = (pod, dest, surge)
         return dest
 
     def keep(self) -> Destination:
         assert self._moving is not None
-        pod, dest = self._moving
+        pod, dest, surge = self._moving
         self._moving = None
+        if surge:
+            self.cl.terminate(pod)
         self.cl.moving.discard(id(pod))
         if id(pod) not in self.cl.gone:
             self.cl.remove(pod)
@@ -816,8 +826,10 @@ class Estimator:
 
     def undo(self) -> None:
         assert self._moving is not None
-        pod, _dest = self._moving
+        pod, _dest, surge = self._moving
         self._moving = None
+        if surge:
+            return  # nothing of the pod was taken away
         if id(pod) in self.cl.gone:
             self.cl.remove(pod, +1)
         self.cl.terminate(pod, +1)
@@ -838,10 +850,13 @@ class Estimator:
         affinity = _AffinityCheck(pod, cl) if pod.affinity is not None or cl.anti_in.get(pod.namespace) else None
         spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
         used = cl.used
+        cordoned = cl.cordoned
         feasible = []
         for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
             n = by_name[name]
-            refusal = _fits(pod, n, used[name]) or (affinity.refusal(n) if affinity else None) or \
+            refusal = ("unschedulable" if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE)
+                       else None) or \
+                _fits(pod, n, used[name]) or (affinity.refusal(n) if affinity else None) or \
                 (spread.refusal(n) if spread else None)
             if refusal:
                 refused = refused or Counter()

@@ -17,6 +17,7 @@ from kubectl_desched.framework.placement import (
     over_targets,
     workload_of,
 )
+from kubectl_desched.framework.surge import surge_target
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
 from kubectl_desched.model.objects import Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
@@ -46,6 +47,11 @@ class Limits:
     # False: a pod whose replacement the placement estimate lands where the move changes nothing is kept and the
     # plugin goes on (futility below). True plans it anyway, as upstream does, with the reason as a warning.
     keep_futile: bool = False
+    # --cordon: the nodes a plugin empties (Plugin.empties) are cordoned before the first eviction, so the estimate
+    # lands no replacement on them. --surge: a Deployment's pod its PDB refuses, or its workload's last ready pod,
+    # moves replacement first (framework/surge.py) instead of being kept.
+    cordon: bool = False
+    surge: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +66,8 @@ class Candidate:
     pdb_refusals: list[str] = field(default_factory=list)
     # Why the move would change nothing, planned anyway with --keep-futile (else such a pod is kept).
     futile: str | None = None
+    method: str = "evict"  # or "surge": scaled up by one, the pod removed once its replacement is Ready
+    why_surge: str = ""  # what makes an eviction unsafe for it (the PDB, its last ready pod)
 
 
 @dataclass
@@ -117,6 +125,7 @@ class EvictionPlan:
         self.futile_stops: dict[str, list[str]] = defaultdict(list)  # plugin -> nodes it was told to leave
         self.futile_stop_streak: dict[str, int] = {}  # plugin -> the streak that made it leave the last one
         self._estimator: Estimator | None = None
+        self.emptying: dict[str, str] = {}  # --cordon: node -> the plugin emptying it, cordoned before evicting
 
     @property
     def estimator(self) -> Estimator:
@@ -166,9 +175,11 @@ class EvictionPlan:
     def node_reached(self, node: str) -> bool:
         return self.limits.per_node is not None and self._per_node[node] >= self.limits.per_node
 
-    def add(self, pod: Pod, options: EvictOptions, profile: str, futile: str | None = None) -> Candidate:
-        refusals = self._pdb_refusals(pod)
-        cand = Candidate(pod, options.plugin, options.reason, profile, list(refusals), refusals, futile)
+    def add(self, pod: Pod, options: EvictOptions, profile: str, futile: str | None = None,
+            surge: str = "") -> Candidate:
+        refusals = [] if surge else self._pdb_refusals(pod)  # a surge sends no eviction: no budget is spent
+        cand = Candidate(pod, options.plugin, options.reason, profile, list(refusals), refusals, futile,
+                         "surge" if surge else "evict", surge)
         if futile:
             cand.warnings.append(f"{futile}: the move may change nothing (--keep-futile)")
         self.candidates.append(cand)
@@ -211,6 +222,29 @@ class EvictionPlan:
                 return problem + ("" if name == dest.node else f" (tied with {dest.node})")
         return None
 
+    def start_emptying(self, plugin: Plugin) -> None:
+        """--cordon, at the plugin's first move: every node it reported in its emptying class (and not already
+        unschedulable) is cordoned before any eviction, so no replacement is placed on one."""
+        if plugin.empties is None or any(p == plugin.name for p in self.emptying.values()):
+            return
+        names = [name for name, reports in self.node_reports.items()
+                 if any(r.plugin == plugin.name and r.klass == plugin.empties for r in reports)
+                 and name not in self.emptying and (n := self.cluster.nodes.get(name)) is not None
+                 and not n.unschedulable]
+        for name in names:
+            self.emptying[name] = plugin.name
+        self.estimator.cordon(names)
+
+    def surge_reason(self, pod: Pod, refused: str | None) -> str:
+        """With --surge, what makes an eviction unsafe for this pod, "" when nothing does: its PDB refuses it, or
+        it is its workload's last ready pod."""
+        if refused:
+            return refused
+        if not pod.ready or pod.controller is None or pod.controller.kind != "ReplicaSet":
+            return ""
+        siblings = [p for p in self.state.owner_pods(pod) if p.ready and not p.terminating]
+        return "its workload's only ready pod" if siblings == [pod] else ""
+
     def _klass(self, node: str, plugin: str) -> str | None:
         return next((r.klass for r in self.node_reports.get(node, ()) if r.plugin == plugin), None)
 
@@ -246,6 +280,14 @@ class EvictionPlan:
             elif left <= 0:
                 out.append(f"{budget_spent(pdb, self._pdb_used[key] - 1)}, eviction will be refused")
         return out
+
+
+def holds_node(pod: Pod) -> bool:
+    """Whether the pod keeps its node from being removed: anything but a DaemonSet's, a mirror or a finished pod,
+    or one already being deleted."""
+    ref = pod.controller
+    return not (pod.is_terminal or pod.terminating or (ref is not None and ref.kind == "DaemonSet")
+                or "kubernetes.io/config.mirror" in pod.annotations)
 
 
 def budget_spent(pdb: PodDisruptionBudget, used: int) -> str:
@@ -305,16 +347,37 @@ class ProfileEvictor:
         if hit:
             self.plan.note(pod, options.plugin, f"selected ({options.reason}) but {hit[1]}")
             return self._outcome(pod, hit[0])
-        if self.plan.limits.respect_pdbs:
-            refused = self.plan.pdb_refusal(pod)
-            if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
-                self.plan.kept_by_pdb[id(pod)] = (pod, options.plugin, refused)
-                self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: {refused}")
-                return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
+        limits = self.plan.limits
+        refused = self.plan.pdb_refusal(pod) if limits.respect_pdbs else None
+        surge = self.plan.surge_reason(pod, refused) if limits.surge else ""
+        if surge:
+            target = surge_target(pod, self.plan.cluster.extra)
+            if isinstance(target, str):
+                surge = ""
+                if refused:
+                    refused = f"{refused}; --surge cannot move it: {target}"
+                else:
+                    self.plan.note(pod, options.plugin, f"--surge cannot move it ({target}): evicted instead")
+            else:
+                refused = None
+        if refused:  # kept, and the plugin goes on to its next pod as upstream's real run does after a 429
+            self.plan.kept_by_pdb[id(pod)] = (pod, options.plugin, refused)
+            self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: {refused}")
+            return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
         futile = None
+        plugin = self.plugins.get(options.plugin)
+        if limits.cordon and plugin is not None and not self.plan.one_node:
+            self.plan.start_emptying(plugin)
         if not self.plan.one_node:  # one node alone cannot say where a replacement lands
             estimator = self.plan.estimator
-            futile = self.plan.futility(pod, estimator.move(pod), self.plugins.get(options.plugin))
+            dest = estimator.move(pod, surge=bool(surge))
+            if surge and dest.node is None and dest.recreated:
+                estimator.undo()
+                why = f"{surge}; --surge cannot move it: no node has room for the extra pod ({dest.why})"
+                self.plan.kept_by_pdb[id(pod)] = (pod, options.plugin, why)
+                self.plan.note(pod, options.plugin, f"selected ({options.reason}) but kept: {why}")
+                return self._outcome(pod, EvictStatus.KEPT_BY_PDB)
+            futile = self.plan.futility(pod, dest, plugin)
             streak = (options.plugin, pod.node_name)
             if futile and not self.plan.limits.keep_futile:
                 estimator.undo()
@@ -330,7 +393,7 @@ class ProfileEvictor:
                 return self._outcome(pod, EvictStatus.FUTILE, leave)
             self.plan.futile_streak.pop(streak, None)
             estimator.keep()
-        self.plan.add(pod, options, self.profile, futile)
+        self.plan.add(pod, options, self.profile, futile, surge)
         return self._outcome(pod, EvictStatus.EVICTED)
 
     def _outcome(self, pod: Pod, status: EvictStatus, leave_node: bool = False) -> EvictOutcome:

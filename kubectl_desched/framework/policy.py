@@ -8,6 +8,7 @@ from typing import Any
 
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.registry import PluginSpec
+from kubectl_desched.framework.surge import SURGE_KINDS
 from kubectl_desched.framework.types import Plugin
 from kubectl_desched.model.label_selectors import Matcher
 
@@ -43,13 +44,19 @@ class Policy:
 
     def required_kinds(self) -> set[str]:
         """Objects beyond nodes, pods and PDBs that the configured plugins need."""
-        kinds: set[str] = set()
+        kinds: set[str] = set(SURGE_KINDS) if self.limits.surge else set()
         for p in self.profiles:
             for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
                 factory = u.spec.factory  # a Plugin class: the base class declares the hook, empty by default
                 if isinstance(factory, type) and issubclass(factory, Plugin):
                     kinds |= set(factory.required_kinds(u.args))
         return kinds
+
+    def emptying_plugins(self) -> list[str]:
+        """The configured plugins whose goal is nodes left empty (--cordon applies to them)."""
+        return [u.spec.name for p in self.profiles for u in p.balance
+                if isinstance(u.spec.factory, type) and issubclass(u.spec.factory, Plugin)
+                and u.spec.factory.empties is not None]
 
     def plugin_names(self) -> list[str]:
         return [u.spec.name for p in self.profiles for u in (*p.deschedule, *p.balance)]

@@ -120,6 +120,9 @@ class Plugin(ABC):
     # then a replacement estimated to land back on its node, or on one its workload is leaving, is a futile move.
     # PodLifeTime and the like only want a new pod, wherever it lands.
     relocates: ClassVar[bool] = False
+    # For a plugin whose goal is nodes left empty (HighNodeUtilization): the class it reports for the nodes it
+    # empties. With --cordon those nodes are cordoned before the first eviction, and the estimate lands nothing there.
+    empties: ClassVar[str | None] = None
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

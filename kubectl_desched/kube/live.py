@@ -16,7 +16,7 @@ import urllib3
 
 from kubectl_desched import heap, interrupts, safeload
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube import decode, httplog, readahead
+from kubectl_desched.kube import decode, httplog, optional_kinds, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import wire
 from kubectl_desched.model.objects import ParseError, cycle_collector_paused, from_json, node_from_json
@@ -186,25 +186,30 @@ def _short(e: object) -> str:
 
 
 def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None, timeout: Timeout = None, accept: str = "application/json") -> Any:
+                 body: Any = None, timeout: Timeout = None, accept: str = "application/json",
+                 content_type: str = "application/json") -> Any:
     """One API call through the kubernetes client (auth incl. token refresh, TLS, proxies), returning the parsed
     JSON object. Raw bytes in, json.loads out: no model classes. Non-2xx answers raise ApiException; a 2xx body
     that is not a JSON object raises NotJSON. `timeout` replaces the connection's (--request-timeout) for this
     call."""
-    data = request_raw(conn, method, path, query=query, body=body, timeout=timeout, accept=accept)
+    if content_type != "application/json":  # a PATCH names its patch type
+        data = request_raw(conn, method, path, query=query, body=body, timeout=timeout, accept=accept,
+                           content_type=content_type)
+    else:
+        data = request_raw(conn, method, path, query=query, body=body, timeout=timeout, accept=accept)
     return decode_json(data, method, path) if data else None
 
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                 body: Any = None, timeout: Timeout = None, accept: str = "application/json",
-                head: Callable[[bytes], None] | None = None) -> bytes:
+                head: Callable[[bytes], None] | None = None, content_type: str = "application/json") -> bytes:
     """The answer's body; `head`, if given, is called with the first PEEK bytes of a 2xx body as soon as they
     arrive, before the rest is read."""
     api = conn.api
     # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~9x smaller),
     # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
     # Without it (--disable-compression) the server spends no CPU compressing: faster on loopback or a fast LAN.
-    headers = {"Accept": accept, "Content-Type": "application/json"}
+    headers = {"Accept": accept, "Content-Type": content_type}  # a PATCH names its patch type
     if conn.compress:
         headers["Accept-Encoding"] = "gzip"
     method, url, headers, body, post = api.param_serialize(
@@ -376,20 +381,30 @@ EXTRA_KINDS = {
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
     "PodMigrationJob": "/apis/scheduling.koordinator.sh/v1alpha1/podmigrationjobs",
+    # --surge's checks (framework/surge.py): an autoscaler that targets the Deployment would undo the surge.
+    "HorizontalPodAutoscaler": "/apis/autoscaling/v2/horizontalpodautoscalers",
 }
 
-# Kinds a plugin uses when it can have them: a snapshot may leave them out (the plugin then says what it could not
-# check), a live read that may not list them (403) warns and goes on, and an unserved API (404) means none exist.
-OPTIONAL_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "ReplicationController", "PodMigrationJob"})
+OPTIONAL_KINDS = optional_kinds.OPTIONAL_KINDS
 
 
 def _slim_workload(o: Mapping[str, Any]) -> Mapping[str, Any]:
-    """What the MigrationController checks read of an owner; a ReplicaSet's pod template is most of its size."""
-    meta, spec = o.get("metadata") or {}, o.get("spec") or {}
+    """What the MigrationController and --surge checks read of an owner; a ReplicaSet's pod template is most of
+    its size."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
     return {"kind": o.get("kind"),
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences",
-                                              "deletionTimestamp") if k in meta},
-            "spec": {k: spec[k] for k in ("replicas", "selector") if k in spec}}
+                                              "deletionTimestamp", "generation") if k in meta},
+            "spec": {k: spec[k] for k in ("replicas", "selector", "paused", "strategy") if k in spec},
+            **({"status": {k: status[k] for k in ("observedGeneration", "replicas", "updatedReplicas",
+                                                  "readyReplicas") if k in status}}
+               if o.get("kind") == "Deployment" else {})}
+
+
+def _slim_hpa(o: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = o.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "namespace") if k in meta},
+            "spec": {"scaleTargetRef": (o.get("spec") or {}).get("scaleTargetRef") or {}}}
 
 
 def _slim_job(o: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -408,6 +423,7 @@ _SLIM: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     **{kind: functools.partial(_slim_of_kind, kind)
        for kind in ("ReplicaSet", "Deployment", "StatefulSet", "ReplicationController")},
     "PodMigrationJob": _slim_job,
+    "HorizontalPodAutoscaler": _slim_hpa,
 }
 
 # Kinds served by add-ons: when the API is missing, say which add-on, and stop (never fall back to requests).

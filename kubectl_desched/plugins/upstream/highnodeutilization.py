@@ -38,6 +38,7 @@ class HighNodeUtilization(BalancePlugin):
 
     name = "HighNodeUtilization"
     args_type = HighNodeUtilizationArgs
+    empties = "under-utilized"  # --cordon: these nodes are cordoned first, so no replacement lands back on them
     # Upstream has no default thresholds; from flags, the same as LowNodeUtilization's.
     cli = CliSurface(flags=(Flag("--thresholds", "thresholds", "under-utilization thresholds", Percentages()),
                             nu.NUMBER_OF_NODES),
