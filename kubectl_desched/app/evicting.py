@@ -25,6 +25,7 @@ from kubectl_desched.ui.confirm import NotConfirmed, ask
 from kubectl_desched.ui.report import Report
 
 if TYPE_CHECKING:
+    from kubectl_desched.evictors.cordon import Cordons
     from kubectl_desched.evictors.execute import EvictionRunner
     from kubectl_desched.kube.config import Connection
 
@@ -43,11 +44,13 @@ class Acted:
 def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: EvictionPlan,
         placement: Placement | None, nodes: list[Any], report: Report | None, *, structured: bool,
         paint: Painter) -> Acted:
-    """Preflight, confirm (--yes or the prompt), evict with the pacing flags, then wait for the landings."""
-    code = errors.DONE
+    """Preflight, confirm (--yes or the prompt), cordon (--cordon), evict with the pacing flags, then wait for the
+    landings; the cordoned nodes not emptied are uncordoned however it ends."""
+    from kubectl_desched.evictors.cordon import Cordons
     # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
     runner, status = build_runner(opts, conn, mode, policy, quiet=False)
-    preflight(runner, plan.candidates, opts, report)
+    emptying = sorted(plan.emptying)
+    preflight(runner, plan.candidates, opts, report, cordon_with=conn if emptying and mode == "evict" else None)
     try:
         landing: Callable[[Any], str | None] | None = \
             (lambda c: d.text if (d := placement.of(c)) else None) if placement else None
@@ -63,12 +66,35 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
         raise
     if report:
         report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
+    cordons = Cordons(conn, lambda m: click.echo(m, err=True)) if emptying and mode == "evict" else None
+    if emptying and cordons is None:
+        click.echo(f"would cordon {', '.join(emptying)} first (--cordon; not in a server dry run)", err=True)
+    try:
+        return _act(opts, conn, mode, plan, placement, nodes, report, structured, paint, runner, status, chosen,
+                    cordons)
+    finally:
+        if cordons is not None:
+            with interrupts.deferred():  # every path: the nodes not emptied are uncordoned, each said
+                records = cordons.finish()
+            if report:
+                report.doc["cordons"] = records
+
+
+def _act(opts: Options, conn: Connection, mode: str, plan: EvictionPlan, placement: Placement | None,
+         nodes: list[Any], report: Report | None, structured: bool, paint: Painter, runner: EvictionRunner,
+         status: Any, chosen: list[Any], cordons: Cordons | None) -> Acted:
+    code = errors.DONE
+    surger = getattr(runner.evictor, "surger", None)
+    if cordons is not None:  # a signal here raises: act() uncordons what was cordoned
+        cordons.cordon(sorted(plan.emptying))
     with interrupts.deferred():  # a signal just before or after acting must not cut the record short
         try:
             outcome = runner.run(chosen)
         finally:
             if status is not None:
                 status.clear()
+            for line in surger.restore_all() if surger is not None else ():  # moves a second Ctrl-C abandoned
+                click.echo(line, err=True)
         results = outcome.results
         if any(not r.ok for r in results):
             code = errors.ERROR

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from kubectl_desched.model.state import ClusterState
 
 # Outcomes after which the pod is gone and its controller makes a replacement now (a PodMigrationJob that
-# succeeded has evicted it; one only created has not yet).
-GONE = frozenset({"evicted", "succeeded"})
+# succeeded has evicted it; one only created has not yet; a surge's replacement came first).
+GONE = frozenset({"evicted", "succeeded", "moved"})
 
 
 # Module-level stand-ins that import on first call (and that tests can replace).

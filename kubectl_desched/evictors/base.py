@@ -31,6 +31,7 @@ OK_OUTCOMES = frozenset({
     "conflict",
     "created", "succeeded",    # PodMigrationJob created (--no-wait) / ended Succeeded
     "would create",            # PodMigrationJob accepted by a server dry run
+    "moved", "would surge",    # --surge: replacement Ready and the pod removed / accepted by a server dry run
 })
 
 # Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
