@@ -11,11 +11,12 @@ from kubectl_desched.framework.placement import over_targets
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.rehearsal import REHEARSE_LIMIT_PODS, Rehearsal, rehearse
-from kubectl_desched.framework.runner import Scope
+from kubectl_desched.framework.runner import Scope, run
 from kubectl_desched.framework.types import Plugin
 from kubectl_desched.model.objects import Node
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.model.state import ClusterState
+from kubectl_desched.ui.emptying import emptying_docs
 
 # Each try is a whole plan: past this many pods the advice names what to try without trying it.
 TRY_LIMIT_PODS = 20_000
@@ -102,12 +103,38 @@ def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan
                                    "overAfter": None}
         entry["keptFutile"] = sum(1 for _p, name, _w in plan.kept_futile.values() if name == plugin)
         out.append(entry)
+    return out + _first_steps(policy, state, scope, plan)
+
+
+def _first_steps(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan) -> list[dict[str, Any]]:
+    """The moves a step before the eviction would make possible: --cordon where a plugin that empties nodes had
+    its moves kept as futile (tried in memory), --surge where budgets kept ReplicaSet pods (named, not tried:
+    its checks need the Deployments, which a run without it does not read)."""
+    out: list[dict[str, Any]] = []
+    emptying = set(policy.emptying_plugins())
+    futile = [name for _p, name, _w in plan.kept_futile.values() if name in emptying]
+    if futile and not policy.limits.cordon:
+        entry: dict[str, Any] = {"plugin": futile[0], "step": "--cordon", "keptFutile": len(futile), "moves": None,
+                                 "emptied": None}
+        if len(state.pods) <= TRY_LIMIT_PODS:
+            tried = run(replace(policy, limits=replace(policy.limits, cordon=True)), state, scope)
+            entry["moves"] = len(tried.candidates)
+            entry["emptied"] = [d["node"] for d in emptying_docs(tried) if d["empty"] and d["moved"]]
+        if entry["moves"] != 0:
+            out.append(entry)
+    guarded = [p for p, _name, _w in plan.kept_by_pdb.values() if p.controller and p.controller.kind == "ReplicaSet"]
+    if guarded and not policy.limits.surge:
+        out.append({"plugin": plan.kept_by_pdb[id(guarded[0])][1], "step": "--surge", "keptByPDB": len(guarded),
+                    "example": guarded[0].key})
     return out
 
 
 def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
     lines = []
     for a in advice:
+        if "step" in a:
+            lines.append(_first_step_line(a))
+            continue
         targets = ", ".join(f"{r} {fmt_pct(v)}" for r, v in a["targets"].items())
         text = f"{_names(a['overAfter'])} stay{'s' if len(a['overAfter']) == 1 else ''} over {a['plugin']}'s " \
                f"targets ({targets}) after this plan"
@@ -127,3 +154,16 @@ def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
                          "nothing (pinned by selectors, affinity or taints, or no room elsewhere): "
                          f"explain node {a['overAfter'][0]} says why")
     return lines
+
+
+def _first_step_line(a: dict[str, Any]) -> str:
+    if a["step"] == "--cordon":
+        text = (f"{a['keptFutile']} pod(s) {a['plugin']} picked were kept because their replacements would land "
+                "back where it empties nodes")
+        if a["moves"] is None:
+            return text + ": --cordon cordons those nodes first and may help (not tried: a large cluster)"
+        emptied = f" and leave {len(a['emptied'])} node(s) empty ({_names(a['emptied'])})" if a["emptied"] else ""
+        return text + f": --cordon cordons them first and would move {a['moves']} pod(s){emptied}"
+    return (f"{a['keptByPDB']} ReplicaSet pod(s) were kept because a PodDisruptionBudget would refuse them: --surge "
+            "may move a Deployment's pods replacement first, its ready count never below the start "
+            f"(explain pod {a['example'].split('/')[1]} -n {a['example'].split('/')[0]} --surge says whether)")

@@ -40,6 +40,8 @@ def pods_record(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         e = evictions.get(key)
         row: dict[str, Any] = {"namespace": key[0], "pod": key[1], "uid": c.get("uid"), "node": c.get("node"),
                                "plugin": c.get("plugin"), "planned": True}
+        if c.get("method") == "surge":  # an eviction's row keeps the shape it had before --surge
+            row["method"] = "surge"
         if e is not None:
             row["result"], row["why"] = e.get("result"), e.get("message") or ""
         elif confirmation.get("refused"):

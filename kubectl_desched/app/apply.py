@@ -27,6 +27,7 @@ from kubectl_desched.errors import DeschedError, StaleError, UsageError
 from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import EvictionPlan, Limits
 from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.framework.surge import SURGE_KINDS, surge_target
 from kubectl_desched.framework.types import EvictOptions, Plugin
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.model.durations import format_duration, parse_time
@@ -108,7 +109,15 @@ def plan_limits(doc: Mapping[str, Any]) -> Limits:
     return Limits(per_node=count(raw.get("maxNoOfPodsToEvictPerNode")),
                   per_namespace=count(raw.get("maxNoOfPodsToEvictPerNamespace")),
                   total=count(raw.get("maxNoOfPodsToEvictTotal")), per_workload=count(doc.get("maxPerWorkload")),
-                  respect_pdbs=doc["respectPDBs"], keep_futile=doc["keepFutile"])
+                  respect_pdbs=doc["respectPDBs"], keep_futile=doc["keepFutile"],
+                  cordon=doc.get("cordon") is True, surge=doc.get("surge") is True)
+
+
+def plan_emptying(doc: Mapping[str, Any]) -> dict[str, str]:
+    """--cordon's nodes as the plan names them (node -> plugin); an entry that is not one is left out."""
+    found = doc.get("emptying")
+    return {str(e["node"]): str(e.get("plugin") or "") for e in found if isinstance(e, Mapping) and
+            isinstance(e.get("node"), str)} if isinstance(found, list) else {}
 
 
 def check_cluster(plan: PlanFile, uid: str, server: str) -> None:
@@ -144,11 +153,20 @@ def _relocating(name: str) -> Plugin:
 
 
 def recheck(candidates: list[dict[str, Any]], state: ClusterState, limits: Limits,
-            relocates: Callable[[str], bool]) -> tuple[EvictionPlan, list[dict[str, Any]]]:
+            relocates: Callable[[str], bool], emptying: Mapping[str, str] | None = None
+            ) -> tuple[EvictionPlan, list[dict[str, Any]]]:
     """The plan's candidates against today's state, in the plan's order: (the plan of those that still hold,
     the others with why). A candidate is stale when its pod is gone, replaced (another UID), moved or
-    terminating; refused when a limit, its PodDisruptionBudget or the placement estimate no longer allows it."""
+    terminating; refused when a limit, its PodDisruptionBudget (or, for a surge, its Deployment) or the placement
+    estimate no longer allows it. The nodes the plan cordons are cordoned in the estimate again, those that are
+    still there and schedulable."""
     plan = EvictionPlan(state, limits)
+    for name, plugin in (emptying or {}).items():
+        node = state.nodes.get(name)
+        if node is not None and not node.unschedulable:
+            plan.emptying[name] = plugin
+    if plan.emptying:
+        plan.estimator.cordon(list(plan.emptying))
     left_out: list[dict[str, Any]] = []
 
     def leave(c: Mapping[str, Any], kind: str, why: str) -> None:
@@ -166,17 +184,27 @@ def recheck(candidates: list[dict[str, Any]], state: ClusterState, limits: Limit
             leave(c, "refused", hit)
             continue
         refused = plan.pdb_refusal(pod) if limits.respect_pdbs else None
+        surge = ""
+        if c.get("method") == "surge":
+            target = surge_target(pod, state.extra)
+            if isinstance(target, str):
+                leave(c, "refused", f"--surge cannot move it now: {target}")
+                continue
+            surge, refused = plan.surge_reason(pod, refused) or "planned replacement first", None
         if refused:
             leave(c, "refused", refused)
             continue
         estimator = plan.estimator
-        futile = plan.futility(pod, estimator.move(pod), _relocating(c["plugin"]) if relocates(c["plugin"]) else None)
+        dest = estimator.move(pod, surge=bool(surge))
+        futile = plan.futility(pod, dest, _relocating(c["plugin"]) if relocates(c["plugin"]) else None)
+        if surge and dest.node is None:
+            futile = f"no node has room for the extra pod ({dest.why})"
         if futile and not limits.keep_futile:
             estimator.undo()
             leave(c, "refused", f"the move would change nothing now: {futile}")
             continue
         estimator.keep()
-        plan.add(pod, EvictOptions(plugin=c["plugin"], reason=c["reason"]), c["profile"], futile)
+        plan.add(pod, EvictOptions(plugin=c["plugin"], reason=c["reason"]), c["profile"], futile, surge)
     return plan, left_out
 
 
@@ -211,10 +239,10 @@ def _apply(opts: Options, planned: PlanFile, max_age: float, strict: bool, reloc
     check_age(planned, max_age)
     opts = replace(opts, scope=ScopeOptions(all_namespaces=True))  # the plan names its pods; they may be anywhere
     scope, scope_text = resolve_scope(opts, policy_given=True)
-    state = loading.read_cluster(conn, warn=warn, kinds=set())
-    loaded = loading.Loaded(state, conn, scope, scope_text)
     limits = plan_limits(planned.doc)
-    plan, left_out = recheck(planned.candidates, state, limits, relocates)
+    state = loading.read_cluster(conn, warn=warn, kinds=set(SURGE_KINDS) if limits.surge else set())
+    loaded = loading.Loaded(state, conn, scope, scope_text)
+    plan, left_out = recheck(planned.candidates, state, limits, relocates, plan_emptying(planned.doc))
     mode = {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.acting.dry_run, "evict")
     policy = Policy("Plan", planned.name, [], limits, None, {})
     nodes = list(state.nodes.values())

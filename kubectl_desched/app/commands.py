@@ -23,11 +23,13 @@ from kubectl_desched.framework.failures import PluginFailed
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.framework.runner import considered_nodes, filters_read_other_nodes, needs_whole_cluster, run
+from kubectl_desched.framework.surge import SURGE_KINDS
 from kubectl_desched.interrupts import Interrupted
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term import pager
 from kubectl_desched.term.color import Painter, color_enabled
+from kubectl_desched.ui.emptying import node_note
 from kubectl_desched.ui.explain import explain_node_doc, explain_node_text, explain_pod_doc, explain_pod_text
 from kubectl_desched.ui.formats import is_text
 from kubectl_desched.ui.plan_view import document, node_rows
@@ -219,7 +221,8 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
         warn(w)
     namespace = opts.scope.namespaces[0] if opts.scope.namespaces else default_namespace(opts)
     cluster_wide = replace(opts, scope=replace(opts.scope, namespaces=(), all_namespaces=True))
-    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
+    # with what --surge reads: whether the pod could move replacement first is part of its answer
+    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds() | SURGE_KINDS)
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
@@ -237,7 +240,9 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     narrowed = opts.scope.namespaces
     if not narrowed:
         opts = replace(opts, scope=replace(opts.scope, all_namespaces=True))
-    one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None
+    # --cordon and --surge judge the node's moves against the whole cluster (what lands where, who can surge)
+    one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None and \
+        not policy.limits.cordon and not policy.limits.surge
     loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
                   one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
     node = loaded.state.nodes.get(node_name)
@@ -246,6 +251,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     plan = _run(opts, policy, loaded.state, loaded.scope, one_node=one_node)
     considered = node in considered_nodes(plan.state, policy, loaded.scope)
     doc = explain_node_doc(plan, node, considered, narrowed)
+    doc["emptying"] = node_note(plan, node_name)
     return _show_explanation(plan, doc, explain_node_text, opts)
 
 

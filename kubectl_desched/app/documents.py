@@ -32,6 +32,8 @@ def plan_meta(policy: Policy, loaded: Loaded, mode: str) -> dict[str, Any]:
         "mode": mode,
         "respectPDBs": policy.limits.respect_pdbs,
         "keepFutile": policy.limits.keep_futile,
+        "cordon": policy.limits.cordon,
+        "surge": policy.limits.surge,
         "maxPerWorkload": policy.limits.per_workload,
         "identity": plan_identity(policy, loaded),
     }

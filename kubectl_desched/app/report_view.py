@@ -46,12 +46,24 @@ def report_text(doc: Mapping[str, Any]) -> str:
         out.append(f"Plan:     {_text(plan.get('file'))}, made {_text(ident.get('madeAt'))}"
                    + (f" by {_text(by)}" if by else "") + f", {_text(plan.get('candidates'))} candidate(s)")
     out.append("")
-    rows = [[_text(p.get("namespace")), _text(p.get("pod")), _text(p.get("node")), _text(p.get("result")),
+    rows = [[_text(p.get("namespace")), _text(p.get("pod")), _text(p.get("node")),
+             _text(p.get("result")) + (" (surge)" if p.get("method") == "surge" else ""),
              _text(p.get("estimated")) or "-", _text(p.get("landed")) or "-", _text(p.get("why"))]
             for p in doc.get("pods") or ()]
     out.append(f"Pods ({len(rows)} planned):")
     out.append(plain_table(rows, ["NAMESPACE", "POD", "NODE", "RESULT", "ESTIMATED", "LANDED", "WHY"])
                if rows else "  none")
+    cordons = doc.get("cordons") or ()
+    if cordons:
+        out += ["", "Cordoned first (--cordon):"]
+        for c in cordons:
+            if not isinstance(c, Mapping):
+                continue
+            if c.get("empty"):
+                out.append(f"  {_text(c.get('node'))}: emptied, stays cordoned")
+            else:
+                done = "uncordoned" if c.get("uncordoned") else f"NOT uncordoned ({_text(c.get('error'))})"
+                out.append(f"  {_text(c.get('node'))}: {len(c.get('staying') or ())} pod(s) stayed, {done}")
     nodes = doc.get("nodes") or ()
     if nodes:
         out += ["", "Nodes (requests as % of allocatable: before -> estimated after | measured after):"]

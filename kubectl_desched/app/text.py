@@ -13,6 +13,7 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term.color import Painter
+from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
 from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 
 
@@ -87,6 +88,7 @@ def plan_text(plan: EvictionPlan, policy: Policy, source: str, scope: str, nodes
         out.append("After the evictions the scheduler places the replacements: LAND and the after-columns are an "
                    "estimate (-o wide: DESTINATION).")
         out += [paint(f"warning: {w}", "yellow") for row in rows for w in row.get("warnings", ())]
+    out += emptying_lines(emptying_docs(plan))
     if advice:
         out.append(paint("What would help:", None, bold=True))
         out += [f"  {line}" for line in advice]

@@ -7,6 +7,7 @@ from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.predicates import why_not_node_fit
+from kubectl_desched.framework.surge import surge_target
 from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.term.tables import plain_table
@@ -22,6 +23,8 @@ class Verdicts:
         c = self._candidates.get(id(pod))
         if c is not None:
             warn = "".join(f" [warning: {w}]" for w in c.warnings)
+            if c.method == "surge":
+                return "move", f"{c.plugin}: {c.reason}; replacement first (--surge): {c.why_surge}{warn}"
             return "evict", f"{c.plugin}: {c.reason}{warn}"
         kept = self._before_plugins(pod)
         if kept:
@@ -129,6 +132,8 @@ def explain_node_text(doc: dict[str, Any]) -> str:
         if doc.get("notEvaluated"):
             lines.append(f"    not evaluated, they need every node's pods: {', '.join(doc['notEvaluated'])}")
         lines.append(f"    kubectl desched explain node {doc['node']} --full reads the whole cluster and evaluates all")
+    if doc.get("emptying"):
+        lines.append(f"  {doc['emptying'][0].upper()}{doc['emptying'][1:]}")
     lines.append("")
     rows = [[p["namespace"], p["pod"], p["verdict"].upper(), p["why"]] for p in doc["pods"]]
     lines.append(plain_table(rows, ["NAMESPACE", "POD", "VERDICT", "WHY"]) if rows
@@ -220,7 +225,24 @@ def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> di
         "phase": pod.phase, "verdict": verdict, "why": why, "decides": verdicts.decides(pod)[1],
         "checks": checks, "plugins": plugins, "landing": landing, "plannedEvictions": len(plan.candidates),
         "otherNodes": _fit_summary(pod, plan.state, named),
+        "surge": _surge_note(plan, pod, verdict),
     }
+
+
+def _surge_note(plan: EvictionPlan, pod: Pod, verdict: str) -> str | None:
+    """Without --surge, for a pod an eviction would hurt (its budget refuses it, or it is its workload's only ready
+    pod): whether --surge could move it, replacement first, and if not why."""
+    if plan.limits.surge or verdict == "move":
+        return None
+    kept = plan.kept_by_pdb.get(id(pod))
+    hurt = kept[2] if kept else plan.surge_reason(pod, None) if verdict == "evict" else ""
+    if not hurt:
+        return None
+    target = surge_target(pod, plan.cluster.extra)
+    if isinstance(target, str):
+        return f"not movable with --surge: {target}"
+    return (f"movable with --surge: Deployment {target.deployment} scaled {target.replicas} -> {target.replicas + 1} "
+            "until its new pod is Ready, then back, so its ready pods never drop below the start")
 
 
 def _indent(text: str) -> str:
@@ -236,6 +258,8 @@ def explain_pod_text(doc: dict[str, Any]) -> str:
     lines += ["", "Plugins:"]
     lines.append(_indent(plain_table([[p["plugin"], p["result"]] for p in doc["plugins"]])))
     lines.append("")
+    if doc.get("surge"):
+        lines.append(doc["surge"][0].upper() + doc["surge"][1:])
     if doc["landing"] is not None:
         lines.append(_landing_text(doc, doc["plannedEvictions"]))
     other = doc["otherNodes"]

@@ -12,6 +12,7 @@ from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct, format_resource
 from kubectl_desched.term.color import Painter
 from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui.emptying import emptying_docs
 from kubectl_desched.ui.formats import LazyItems
 from kubectl_desched.ui.formats import sort_key as output_order
 
@@ -30,7 +31,13 @@ def _requests(pod: Pod) -> str:
 def plan_summary(plan: EvictionPlan) -> str:
     """The plan in one line, first: what a long table below holds."""
     n, nodes = len(plan.candidates), len({c.pod.node_name for c in plan.candidates})
-    parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to evict from {nodes} node{'s' if nodes != 1 else ''}"]
+    surged = sum(1 for c in plan.candidates if c.method == "surge")
+    verb = "move" if surged else "evict"
+    parts = [f"Plan: {n} pod{'s' if n != 1 else ''} to {verb} from {nodes} node{'s' if nodes != 1 else ''}"
+             + (f" ({surged} replacement first, --surge)" if surged else "")]
+    if plan.emptying:
+        empty = sum(1 for d in emptying_docs(plan) if d["empty"])
+        parts.append(f"{empty} of {len(plan.emptying)} cordoned node(s) left empty")
     if plan.kept_by_pdb:
         parts.append(f"{len(plan.kept_by_pdb)} kept because a PodDisruptionBudget would refuse them")
     if plan.kept_futile:
@@ -56,6 +63,9 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
                      headers: bool = True, labels: bool = False, sort_key: str | None = None) -> str:
     """The candidates, in eviction order unless --sort-by orders them (the evictions keep the plan's order)."""
     titles = ["NAMESPACE", "POD", "NODE", "PLUGIN", "REASON"]
+    methods = any(c.method != "evict" for c in plan.candidates)  # a METHOD column only where it says something
+    if methods:
+        titles.insert(4, "METHOD")
     if wide:
         titles[4:4] = ["OWNER", "PRIORITY", "QOS", "REQUESTS"] + (["DESTINATION"] if placement else [])
     if labels:
@@ -73,12 +83,15 @@ def candidates_table(plan: EvictionPlan, wide: bool = False, placement: Placemen
             number, pods = marks.setdefault(w, (len(marks) + 1, []))
             pods.append(f"{p.namespace}/{p.name}")
             reason += f" [{number}]"
-        row: list[Any] = [p.namespace, p.name, p.node_name, c.plugin, reason]
+        if c.method == "surge":
+            reason += f"; {c.why_surge}"
+        row: list[Any] = [p.namespace, p.name, p.node_name, c.plugin, *([c.method] if methods else []), reason]
         if wide:
-            row[4:4] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
+            at = titles.index("OWNER")
+            row[at:at] = [_owner(p), "" if p.priority is None else p.priority, p.qos, _requests(p)]
             if placement:
                 d = placement.of(c)
-                row.insert(8, d.text if d else "")
+                row.insert(at + 4, d.text if d else "")
         if labels:
             row.append(",".join(f"{k}={v}" for k, v in sorted(p.labels.items())) or "<none>")
         rows.append(row)
@@ -181,7 +194,7 @@ def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str,
     doc = {
         "namespace": p.namespace, "pod": p.name, "uid": p.uid, "resourceVersion": p.resource_version,
         "node": p.node_name, "plugin": c.plugin, "profile": c.profile, "reason": c.reason, "warnings": c.warnings,
-        "futile": c.futile, "owner": _owner(p),
+        "futile": c.futile, "method": c.method, "owner": _owner(p),
         "priority": p.priority, "qos": p.qos,
         "requests": {k: format_resource(k, v) for k, v in p.requests.items()}, "labels": dict(p.labels),
     }
@@ -192,7 +205,8 @@ def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str,
 def result_doc(r: EvictionResult) -> dict[str, Any]:
     p = r.candidate.pod
     return {"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": r.candidate.plugin,
-            "result": r.outcome, "message": r.message, "startedAt": timestamp(r.started),
+            "method": r.candidate.method, "result": r.outcome, "message": r.message,
+            "startedAt": timestamp(r.started),
             "finishedAt": timestamp(r.finished), "attempts": r.attempts, "notes": list(r.notes)}
 
 
@@ -209,6 +223,8 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
                     "why": why, "kind": kind}
                    for kind, kept in (("pdb", plan.kept_by_pdb), ("futile", plan.kept_futile))
                    for p, plugin, why in kept.values()]
+    if plan.emptying:
+        doc["emptying"] = emptying_docs(plan)
     doc["messages"] = [{"plugin": p, "message": m} for p, m in plan.messages]
     doc["errors"] = list(plan.errors)
     if results is not None:
