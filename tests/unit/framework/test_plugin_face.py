@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -107,3 +110,26 @@ def test_the_example_plugins_import_only_the_faces() -> None:
 def test_the_test_command_checks_the_example_plugins_strictly() -> None:
     script = (ROOT / "scripts" / "test").read_text()
     assert '"$venv/bin/mypy" --strict --follow-imports=silent "$dist"' in script
+
+
+def test_an_authors_mypy_strict_sees_the_framework_from_outside_the_repository(tmp_path: Path) -> None:
+    """What a plugin author runs: `mypy --strict .` in a distribution of their own, beside kubectl-desched as
+    installed here (`pip install -e` in ./scripts/test). setuptools' default editable install of a flat layout is an
+    import hook mypy cannot follow (import-not-found, or Any under ignore_missing_imports); pyproject's package-dir
+    makes it a plain path."""
+    try:
+        importlib.metadata.distribution("kubectl-desched")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("kubectl-desched is not installed (./scripts/test installs it)")
+    example = ROOT / "plugins" / "kubectl-desched-cordoned"
+    dist = tmp_path / "my-plugin"
+    shutil.copytree(example, dist, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".mypy_cache"))
+    (dist / "kubectl_desched_cordoned" / "wrong.py").write_text(
+        "from kubectl_desched.framework import Pod\n\n\ndef images(pod: Pod) -> int:\n    return pod.images\n")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}  # no user mypy config, no MYPYPATH
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), "."],
+                          cwd=dist, env=env, capture_output=True, text=True, timeout=300, check=False)
+    # Only the planted error: the framework's types are seen (not Any), and the example itself is clean.
+    assert done.stdout.splitlines()[0] == ('kubectl_desched_cordoned/wrong.py:5: error: Incompatible return value '
+                                           'type (got "tuple[str, ...]", expected "int")  [return-value]'), done.stdout
+    assert done.stdout.splitlines()[-1].startswith("Found 1 error in 1 file"), done.stdout
