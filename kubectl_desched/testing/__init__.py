@@ -1,8 +1,8 @@
 """The face of a plugin's tests: API objects shaped as the API server returns them, a fixed clock, and a run of
 plugins through the same registry (entry points included), policy decoding and runner as `kubectl desched`.
 
-    objs = [node("n1", cordoned=True), node("n2"), pod("web", "n1", created=ago("8d"))]
-    plan = run_plugin("MyPlugin", objs, {"maxAge": "7d"})
+    objs = [node("n1", cordoned=True), node("n2"), pod("web", "n1", created=ago("192h"))]
+    plan = run_plugin("MyPlugin", objs, {"maxAge": "168h"})
     assert picked(plan) == {"web": "..."}
 
 Nothing in kubectl_desched imports this module; a plugin's own code imports kubectl_desched.framework only."""
@@ -22,7 +22,7 @@ from kubectl_desched.framework.policy import Policy
 from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.framework.runner import Scope, run
-from kubectl_desched.model.durations import duration_seconds
+from kubectl_desched.model.durations import days_hint, duration_seconds
 from kubectl_desched.model.objects import node_from_json, pdb_from_json, pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
@@ -43,15 +43,18 @@ def timestamp(t: datetime) -> str:
 
 
 def ago(duration: str | float, now: datetime = NOW) -> str:
-    """The timestamp `duration` (seconds, or 90s, 5m, 168h) before `now`: pod(created=ago("8d"))."""
+    """The timestamp `duration` (seconds, or 90s, 5m, 192h) before `now`: pod(created=ago("192h")). The
+    durations are the ones flags and policies take, Go's, which have no `d`."""
     seconds = duration if isinstance(duration, int | float) else _seconds(duration)
     return timestamp(now - timedelta(seconds=seconds))
 
 
 def _seconds(text: str) -> float:
-    if text.endswith("d") and text[:-1].isdigit():  # days read better in a test than 192h
-        return int(text[:-1]) * 86400.0
-    return duration_seconds(text)
+    try:
+        return duration_seconds(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration{days_hint(text)}: give seconds or a duration such as 90s, "
+                         "5m, 192h") from None
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> Obj:

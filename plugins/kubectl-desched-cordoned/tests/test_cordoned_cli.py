@@ -127,7 +127,7 @@ def test_a_bad_flag_value_names_the_flag(snapshot_file: str) -> None:
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: drainTaints[0]: 'two words' is not a taint "
                                                  f"key or key=value: invalid key: {NAME_RULE}\n")
     proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-label", "a b")
-    assert (proc.returncode, proc.stderr) == (2, f"error: --drain-label 'a b': {NAME_RULE}\n")
+    assert (proc.returncode, proc.stderr) == (2, f"error: --drain-label: 'a b': {NAME_RULE}\n")
     proc = desched("deschedule", "--from-file", snapshot_file, "-A", "--plugin", PLUGIN, "--drain-taints", "a,,b")
     assert (proc.returncode, proc.stderr) == (2, "error: --drain-taints: empty item in 'a,,b'\n")
 

@@ -16,7 +16,7 @@ OLD = "PodLifeTime"
 
 def test_the_clock_is_fixed_and_ago_counts_back_from_it() -> None:
     assert t.timestamp(t.NOW) == "2026-01-01T12:00:00Z"
-    assert t.ago("8d") == "2025-12-24T12:00:00Z"
+    assert t.ago("192h") == "2025-12-24T12:00:00Z"
     assert t.ago("90m") == "2026-01-01T10:30:00Z"
     assert t.ago(30, now=datetime(2030, 1, 1, tzinfo=UTC)) == "2029-12-31T23:59:30Z"
     assert t.state([]).now == t.NOW
@@ -41,7 +41,7 @@ def test_objects_parse_into_the_state() -> None:
 
 
 def test_run_plugin_ages_pods_on_the_fixed_clock() -> None:
-    objs = [t.node("n1"), t.node("n2"), t.pod("old", "n1", created=t.ago("8d")), t.pod("new", "n2")]
+    objs = [t.node("n1"), t.node("n2"), t.pod("old", "n1", created=t.ago("192h")), t.pod("new", "n2")]
     plan = t.run_plugin(OLD, objs, {"maxPodLifeTimeSeconds": 7 * 86400})
     assert list(t.picked(plan)) == ["old"]
     assert t.verdict(plan, "old")[0] == "evict"
@@ -53,8 +53,8 @@ def test_run_plugin_ages_pods_on_the_fixed_clock() -> None:
 
 
 def test_run_plugin_applies_limits_and_the_evictor_args() -> None:
-    objs = [t.node("n1"), t.node("n2"), *(t.pod(f"p{i}", "n1", created=t.ago("8d")) for i in range(3)),
-            t.pod("vip", "n2", created=t.ago("8d"), priority=5000)]
+    objs = [t.node("n1"), t.node("n2"), *(t.pod(f"p{i}", "n1", created=t.ago("192h")) for i in range(3)),
+            t.pod("vip", "n2", created=t.ago("192h"), priority=5000)]
     args = {"maxPodLifeTimeSeconds": 86400}
     assert len(t.run_plugin(OLD, objs, args, limits={"maxNoOfPodsToEvictPerNode": 1}).candidates) == 2
     assert "vip" not in t.picked(t.run_plugin(OLD, objs, args, evictor_args={"priorityThreshold": {"value": 1000}}))
