@@ -3,12 +3,16 @@
 reference/commands.md walks the click commands as `--help` lays them out (headings, defaults, examples);
 reference/plugins.md lists the in-tree plugins as `kubectl desched plugins -o json` does (ui/plugins_table.rows),
 with each plugin's extension points, args and defaults, flags, and the optional hooks it answers.
+reference/model.md lists the model types a plugin reads, every field with its type and the docstring written under
+it in the class body, and every property and method with its docstring (one missing fails the build).
 Only in-tree plugins are listed, so the pages do not depend on what else is installed where the site is built."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
+import textwrap
 from typing import Any
 
 import click
@@ -17,6 +21,8 @@ from mkdocs.structure.files import File, Files
 from kubectl_desched.cli.help import option_sections
 from kubectl_desched.cli.main import cli
 from kubectl_desched.framework.types import BalancePlugin, Plugin
+from kubectl_desched.model import objects
+from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import in_tree_registry
 from kubectl_desched.ui import plugins_table as pluginstable
 
@@ -112,7 +118,80 @@ def plugins_page() -> str:
     return "\n".join(out)
 
 
+# The types of the model page, in its order: what a plugin is handed first, then what those hold.
+MODEL_TYPES: tuple[type, ...] = (
+    objects.Pod, objects.Node, objects.PodDisruptionBudget, ClusterState, objects.OwnerRef, objects.ContainerStatus,
+    objects.PodCondition, objects.Taint, objects.Toleration, objects.Namespace, objects.PriorityClass,
+    objects.PersistentVolumeClaim, objects.NodeMetrics, objects.NodeMetric, objects.PodMetrics)
+# The metadata fields of an API kind say what they are without a docstring of their own.
+_PLAIN = {"name": "metadata.name.", "namespace": "metadata.namespace.", "uid": "metadata.uid.",
+          "labels": "metadata.labels.", "annotations": "metadata.annotations."}
+_KINDS = {objects.Pod, objects.Node, objects.PodDisruptionBudget, objects.Namespace, objects.PriorityClass,
+          objects.PersistentVolumeClaim, objects.NodeMetrics, objects.NodeMetric, objects.PodMetrics}
+
+
+def _said(doc: str | None) -> str:
+    return " ".join(inspect.cleandoc(doc or "").split("\n\n")[0].split())
+
+
+def model_fields(cls: type) -> list[tuple[str, str, str]]:
+    """(name, type, doc) of each attribute annotated in the class body, the doc being the string under it."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    found = []
+    for stmt, after in zip(body.body, [*body.body[1:], None], strict=True):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            doc = after.value.value if (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                                        and isinstance(after.value.value, str)) else ""
+            name = stmt.target.id
+            said = _said(doc) or (_PLAIN.get(name, "") if cls in _KINDS else "")
+            if not said:
+                raise ValueError(f"{cls.__name__}.{name} has no docstring for the model reference")
+            found.append((name, ast.unparse(stmt.annotation), said))
+    return found
+
+
+def model_members(cls: type) -> list[tuple[str, str]]:
+    """(how it is called, doc) of each public property and method defined in the class body."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    found: dict[str, tuple[str, str]] = {}
+    for stmt in body.body:
+        if not isinstance(stmt, ast.FunctionDef) or stmt.name.startswith("_") or stmt.name in found:
+            continue
+        doc = _said(ast.get_docstring(stmt))
+        if not doc:
+            raise ValueError(f"{cls.__name__}.{stmt.name} has no docstring for the model reference")
+        decorators = {ast.unparse(d) for d in stmt.decorator_list}
+        params = [a.arg for a in stmt.args.args[1:]]
+        call = stmt.name if "property" in decorators else f"{stmt.name}({', '.join(params)})"
+        found[stmt.name] = (call, doc)
+    return list(found.values())
+
+
+def model_page() -> str:
+    out = ["# Model types", "",
+           "What a plugin reads: the nodes its `deschedule` or `balance` is given, and `self.handle.state` with the",
+           "nodes, pods and PodDisruptionBudgets of the run (and in `state.extra`, the other kinds it asked for).",
+           "Every type is imported from `kubectl_desched.framework`. They are read-only: equal values are shared",
+           "between objects, so never change one. In a test, `kubectl_desched.testing`'s `pod()`, `node()` and",
+           "`pdb()` take an argument for every field",
+           "([Writing a plugin](../contributing/writing-a-plugin.md#4-test-it)). Made from the code when the site",
+           "is built.", ""]
+    out += [" · ".join(f"[{cls.__name__}](#{cls.__name__.lower()})" for cls in MODEL_TYPES), ""]
+    for cls in MODEL_TYPES:
+        out += [f"## {cls.__name__}", "", _said(cls.__doc__), "", "| field | type | what it holds |", "|---|---|---|"]
+        out += [f"| `{name}` | `{_cell(kind)}` | {_cell(doc)} |" for name, kind, doc in model_fields(cls)]
+        members = model_members(cls)
+        if members:
+            out += ["", "| property or method | what it answers |", "|---|---|"]
+            out += [f"| `{_cell(call)}` | {_cell(doc)} |" for call, doc in members]
+        out.append("")
+    return "\n".join(out)
+
+
 def on_files(files: Files, config: Any) -> Files:
-    for uri, make in (("reference/commands.md", commands_page), ("reference/plugins.md", plugins_page)):
+    for uri, make in (("reference/commands.md", commands_page), ("reference/plugins.md", plugins_page),
+                      ("reference/model.md", model_page)):
         files.append(File.generated(config, uri, content=make()))
     return files

@@ -177,7 +177,7 @@ def _migration(v: dict[str, Any]) -> MigrationOptions | None:
                              "migration controller paces the evictions and records their events")
     ttl = checks.duration("--migration-ttl", v["migration_ttl"])
     if ttl and format_duration(ttl) == "0s":  # Koordinator would read it as none
-        raise UsageError(f"invalid --migration-ttl {shown(v['migration_ttl'])}: it would be written 0s, which "
+        raise UsageError(f"--migration-ttl: {shown(v['migration_ttl'])} would be written 0s, which "
                          "means no TTL; give 0 for none")
     # --timeout unset: wait as long as the jobs' TTL says (the PodMigrationJob evictor works it out).
     return MigrationOptions(v["migration_mode"], ttl, not v["no_wait"], checks.duration("--timeout", v["timeout"]))

@@ -225,6 +225,15 @@ def error_line(message: object) -> str:
     return f"error: {one_line(message, LINE_LIMIT)}"
 
 
+def click_message(e: click.ClickException) -> str:
+    """A bad flag value said as every other flag error is, `--flag: why` (click's own is `Invalid value for
+    '--flag': why`)."""
+    if (isinstance(e, click.BadParameter) and not isinstance(e, click.MissingParameter)
+            and isinstance(e.param, click.Option) and e.param.opts):
+        return f"{'/'.join(e.param.opts)}: {e.message}"
+    return e.format_message()
+
+
 def main() -> None:
     """Entry point: every failure becomes one line on stderr and an exit code (2 for usage)."""
     if sys.argv[1:2] == ["__complete"]:  # cobra's completion request, as kubectl_complete-desched makes it
@@ -242,7 +251,7 @@ def main() -> None:
         click.echo(e.ctx.get_help() if e.ctx else cli.get_help(click.Context(cli)))
         sys.exit(0)
     except click.ClickException as e:
-        click.echo(error_line(e.format_message()), err=True)
+        click.echo(error_line(click_message(e)), err=True)
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
     except DeschedError as e:  # a read that failed may leave pages on their way: leave() does not wait for them
         click.echo(error_line(e), err=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
 from kubectl_desched.errors import ConfigError
-from kubectl_desched.model.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, duration_seconds
+from kubectl_desched.model.durations import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, days_hint, duration_seconds
 from kubectl_desched.model.label_selectors import Matcher, label_selector
 from kubectl_desched.model.shapes import policy_value, yaml_hint
 
@@ -217,7 +217,8 @@ class Duration:
             try:
                 seconds, text = duration_seconds(value), value
             except ValueError:
-                raise ConfigError(path, f"must be a duration such as 5m, not {policy_value(value)}") from None
+                raise ConfigError(path, f"must be a duration such as 5m, not {policy_value(value)}"
+                                        f"{days_hint(value)}") from None
         else:
             raise ConfigError(path, f"must be a duration such as 5m, not {policy_value(value)}")
         # The sign is the plugin's to check; the size is checked here, so nothing overflows later.

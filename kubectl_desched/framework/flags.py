@@ -138,7 +138,7 @@ class Text:
         text = str(value)
         problem = self.check(text) if self.check is not None else None
         if problem:
-            raise UsageError(f"{flag} {shown(text)}: {problem}")
+            raise UsageError(f"{flag}: {shown(text)}: {problem}")
         return text
 
     def show(self, raw: Any) -> str:

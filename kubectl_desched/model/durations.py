@@ -16,11 +16,14 @@ MAX_DURATION_TEXT = "87600h (10 years)"
 
 
 def duration_seconds(text: str) -> float:
-    """A bare number of seconds or a Go duration such as 1m30s, in seconds (no range check: see
-    check_duration). ValueError when it is neither."""
+    """A bare number of seconds or a Go duration such as 1m30s, signed as Go's time.ParseDuration allows (-1h),
+    in seconds (no range check: see check_duration). Go has no `d` unit, and nor has this. ValueError when it is
+    neither."""
     s = text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s[1:] if s[:1] in ("-", "+") else s
     if re.fullmatch(r"\d+(\.\d+)?", s):
-        return float(s)
+        return sign * float(s)
     pos, total = 0, 0.0
     for m in _DURATION.finditer(s):
         if m.start() != pos:
@@ -29,7 +32,20 @@ def duration_seconds(text: str) -> float:
         pos = m.end()
     if pos != len(s) or not s:
         raise ValueError(text)
-    return total
+    return sign * total
+
+
+_DAYS = re.compile(r"\s*([+-]?)(\d+)d\s*")
+
+
+def days_hint(text: object) -> str:
+    """What to write instead of days, which Go's durations (and so upstream's policies and kubectl) do not have."""
+    if not isinstance(text, str) or not re.search(r"\dd", text):
+        return ""
+    m = _DAYS.fullmatch(text)
+    if m is None or len(m.group(2)) > 9:  # a digit string too long to echo is said shortened elsewhere
+        return " (no d unit: a day is 24h)"
+    return f" (no d unit: write {m.group(1)}{int(m.group(2)) * 24}h)"
 
 
 def parse_duration(text: str, flag: str = "--request-timeout") -> float:
@@ -38,8 +54,8 @@ def parse_duration(text: str, flag: str = "--request-timeout") -> float:
     try:
         total = duration_seconds(text)
     except ValueError:
-        raise UsageError(f"invalid {flag} {shown(text)}: use a number of seconds or a duration such as 30s, 1m") \
-            from None
+        raise UsageError(f"{flag}: {shown(text)} is not a duration{days_hint(text)}: use a number of seconds or "
+                         "a duration such as 30s, 1m, 48h") from None
     check_duration(total, flag, text)
     return total
 
@@ -47,8 +63,7 @@ def parse_duration(text: str, flag: str = "--request-timeout") -> float:
 def check_duration(seconds: float, flag: str, text: object = None) -> None:
     """Range-check a duration in seconds (a digit string can be so long that it is infinite as a float)."""
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION_SECONDS:
-        raise UsageError(f"invalid {flag} {shown(seconds if text is None else text)}: "
-                         f"must be from 0 to {MAX_DURATION_TEXT}")
+        raise UsageError(f"{flag}: {shown(seconds if text is None else text)} must be from 0 to {MAX_DURATION_TEXT}")
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -38,19 +38,30 @@ _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
 class Taint(Struct, frozen=True, gc=False):
+    """One of a node's spec.taints; `str()` writes it as kubectl does, `key=value:Effect`."""
+
     key: str
+    """A label-style key, such as node.kubernetes.io/unschedulable."""
     value: str
+    """"" when the taint has none."""
     effect: str
+    """NoSchedule, PreferNoSchedule or NoExecute."""
 
     def __str__(self) -> str:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
 class Toleration(Struct, frozen=True, gc=False):
+    """One of a pod's spec.tolerations."""
+
     key: str
+    """"" with operator Exists: every taint."""
     operator: str
+    """Equal (the API's default when unset) or Exists."""
     value: str
+    """The value it tolerates with Equal."""
     effect: str
+    """"" for every effect."""
 
     def tolerates(self, taint: Taint) -> bool:
         """The scheduler's rule: empty effect matches all effects, empty key with Exists matches all keys."""
@@ -62,19 +73,33 @@ class Toleration(Struct, frozen=True, gc=False):
 
 
 class OwnerRef(Struct, frozen=True, gc=False):
+    """One of a pod's metadata.ownerReferences."""
+
     kind: str
+    """ReplicaSet, StatefulSet, DaemonSet, Job, Node (a mirror pod)..."""
     name: str
+    """The owner's name."""
     uid: str
+    """The owner's uid, "" when the reference has none."""
     controller: bool
+    """The reference is the pod's managing controller."""
 
 
 class ContainerStatus(Struct, frozen=True, gc=False):
+    """One container's status: status.containerStatuses, initContainerStatuses or ephemeralContainerStatuses."""
+
     name: str
+    """The container's name."""
     restarts: int
+    """restartCount."""
     waiting_reason: str
+    """state.waiting.reason (CrashLoopBackOff, ImagePullBackOff...), "" unless waiting."""
     terminated_reason: str
+    """state.terminated.reason (Error, OOMKilled, Completed...), "" unless terminated."""
     exit_code: int | None
+    """state.terminated.exitCode; None unless terminated."""
     init: bool
+    """An init container's status."""
 
 
 PodCondition = wire.PodCondition  # type, status, reason, last_transition (lastTransitionTime as written)
@@ -82,61 +107,104 @@ ConditionKind = tuple[str, str, str]  # a condition's type, status and reason
 
 
 class Node(Struct, kw_only=True, gc=False):
+    """A Node as plugins read it (`handle.state.nodes`, and the `nodes` a plugin is given)."""
+
     name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     taints: tuple[Taint, ...]
+    """spec.taints."""
     unschedulable: bool
+    """spec.unschedulable: the node is cordoned."""
     ready: bool
+    """No Ready condition other than True (a node without one counts as ready, as upstream counts it)."""
     allocatable: Mapping[str, float]
-    kubelet_version: str = ""  # status.nodeInfo: a snapshot's only hint of the cluster's version
+    """status.allocatable (capacity where it is missing): cpu in millicores, everything else in its base unit
+    (memory in bytes, pods as a count)."""
+    kubelet_version: str = ""  # a snapshot's only hint of the cluster's version
+    """status.nodeInfo.kubeletVersion, "" when unset."""
 
     def tolerated_by(self, pod: Pod, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> bool:
+        """The pod tolerates every taint of the node with one of these effects."""
         return all(pod.tolerates(t) for t in self.taints if t.effect in effects)
 
 
 class Pod(Struct, kw_only=True, eq=False, gc=False):
+    """A Pod as plugins read it (`handle.state.pods_on_node(name)`, ...): what plugins, filters and explain read,
+    with the values the scheduler derives (effective requests, QoS class) worked out once."""
+
     namespace: str
     name: str
     uid: str
     node_name: str
+    """spec.nodeName, "" for a pod not bound to a node."""
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    """metadata.annotations, without kubectl's last-applied-configuration (nothing reads it)."""
     owners: tuple[OwnerRef, ...]
+    """metadata.ownerReferences, in order (see `controller`)."""
     priority: int | None
+    """spec.priority, None when unset."""
     priority_class: str
+    """spec.priorityClassName, "" when unset."""
     qos: str
+    """status.qosClass, or worked out from the requests and limits as the kubelet does: Guaranteed, Burstable or
+    BestEffort."""
     requests: Mapping[str, float]
+    """The effective requests, as the scheduler counts them: the containers' (with restartable init sidecars), or
+    the largest init container's if more, pod-level resources where set, plus overhead; cpu in millicores,
+    everything else in its base unit."""
     phase: str
+    """status.phase; Pending when unset."""
     reason: str
+    """status.reason (Evicted, NodeLost, ...), "" when unset."""
     terminating: bool
+    """metadata.deletionTimestamp is set."""
     created: str
+    """metadata.creationTimestamp as written (RFC 3339), "" when unset; `pod_age` reads it."""
     started: str | None
-    local_volumes: tuple[str, ...]  # "emptyDir cache", "hostPath logs": why a pod has local storage
+    """status.startTime as written, None when unset."""
+    local_volumes: tuple[str, ...]  # why a pod has local storage, as filters and explain say it
+    """The volumes with local storage, as "emptyDir NAME" or "hostPath NAME"."""
     pvc_claims: tuple[str, ...]
+    """The claimName of each persistentVolumeClaim volume."""
     has_resource_claims: bool
+    """spec.resourceClaims is not empty (dynamic resource allocation)."""
     tolerations: tuple[Toleration, ...]
+    """spec.tolerations."""
     node_selector: Mapping[str, str]
+    """spec.nodeSelector."""
     affinity: Mapping[str, Any] | None
+    """spec.affinity as the API's JSON (camelCase keys, unset fields left out), None when unset."""
     spread_constraints: tuple[Mapping[str, Any], ...]
+    """spec.topologySpreadConstraints as the API's JSON."""
     images: tuple[str, ...]
+    """The image of each of spec.containers, in order (not the init containers')."""
     statuses: tuple[ContainerStatus, ...]
+    """The init containers' statuses (`init` true), then the containers'."""
     # status.conditions in two halves: their types, statuses and reasons, one pooled tuple shared by every pod with
     # the same sequence (most pods: five conditions, all True), and this pod's lastTransitionTimes in order, joined
     # by "|" (no valid time holds one; "" where unset) into one string. Five condition objects a pod were the
     # model's largest part, and only PodLifeTime's conditions filter reads the times.
     condition_kinds: tuple[ConditionKind, ...]
+    """status.conditions' (type, status, reason), in order; read `conditions` for whole conditions."""
     condition_times: str
-    ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # status.ephemeralContainerStatuses, kept apart
+    """status.conditions' lastTransitionTimes joined by "|"; read `conditions` instead."""
+    ephemeral_statuses: tuple[ContainerStatus, ...] = ()  # kept apart from the containers'
+    """status.ephemeralContainerStatuses."""
     scheduler_name: str = DEFAULT_SCHEDULER  # Koordinator's ReservationFirst mode only moves its scheduler's pods
+    """spec.schedulerName; default-scheduler when unset."""
     resource_version: str = ""  # as read: a plan names it, so a reviewer can tell the pod changed since
+    """metadata.resourceVersion as read."""
 
     @property
     def key(self) -> str:
+        """NAMESPACE/NAME."""
         return f"{self.namespace}/{self.name}"
 
     @property
     def controller(self) -> OwnerRef | None:
+        """The owner reference marked controller, else the first one; None for a pod without owners."""
         for o in self.owners:
             if o.controller:
                 return o
@@ -144,6 +212,7 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
 
     @property
     def is_terminal(self) -> bool:
+        """The pod has finished: Succeeded or Failed."""
         return self.phase in ("Succeeded", "Failed")
 
     @property
@@ -160,73 +229,100 @@ class Pod(Struct, kw_only=True, eq=False, gc=False):
         return any(t == "Ready" and s == "True" for t, s, _ in self.condition_kinds)
 
     def tolerates(self, taint: Taint) -> bool:
+        """One of the pod's tolerations tolerates the taint."""
         return any(t.tolerates(taint) for t in self.tolerations)
 
 
 class PodDisruptionBudget(Struct, kw_only=True, gc=False):
+    """A PodDisruptionBudget (`handle.state.pdbs_for(pod)`)."""
+
     namespace: str
     name: str
     selector: Matcher
+    """spec.selector compiled: called with a pod's labels, true when it selects them (policy/v1: an empty
+    selector selects every pod of the namespace)."""
     disruptions_allowed: int
-    fresh: bool  # status.observedGeneration caught up with metadata.generation
-    current_healthy: int | None = None  # status.currentHealthy and desiredHealthy, to say why none is allowed
+    """status.disruptionsAllowed."""
+    fresh: bool
+    """status.observedGeneration has caught up with metadata.generation, so the status is the spec's."""
+    current_healthy: int | None = None  # to say why no disruption is allowed
+    """status.currentHealthy, None when unset."""
     desired_healthy: int | None = None
+    """status.desiredHealthy, None when unset."""
 
     def covers(self, pod: Pod) -> bool:
+        """The budget is in the pod's namespace and selects it."""
         return pod.namespace == self.namespace and self.selector(pod.labels)
 
 
 # --- the other kinds, as far as plugins read them ---------------------------------------------------------------
 
 class Namespace(Struct, frozen=True, gc=False):
+    """A Namespace (`state.extra["Namespace"]`, read when a plugin asks for the kind)."""
+
     name: str
     labels: Mapping[str, str]
     uid: str = ""  # kube-system's names the cluster a plan was made on
+    """metadata.uid, "" when unset."""
 
 
 class PriorityClass(Struct, frozen=True, gc=False):
+    """A PriorityClass (`state.extra["PriorityClass"]`)."""
+
     name: str
     value: int
+    """The priority of the pods that name it."""
 
 
 class PersistentVolumeClaim(Struct, frozen=True, gc=False):
+    """A PersistentVolumeClaim (`state.extra["PersistentVolumeClaim"]`)."""
+
     namespace: str
     name: str
-    storage_class: str  # "" when unset
+    storage_class: str
+    """spec.storageClassName, "" when unset."""
 
     @property
     def key(self) -> str:
+        """NAMESPACE/NAME."""
         return f"{self.namespace}/{self.name}"
 
 
 class NodeMetrics(Struct, frozen=True, gc=False):
-    """metrics.k8s.io: a node's usage."""
+    """metrics.k8s.io: a node's usage (`state.extra["NodeMetrics"]`)."""
 
     name: str
     usage: Mapping[str, float]
+    """cpu in millicores, memory in bytes."""
 
 
 class PodMetrics(Struct, frozen=True, gc=False):
-    """metrics.k8s.io: a pod's usage, summed over its containers."""
+    """metrics.k8s.io: a pod's usage, summed over its containers (`state.extra["PodMetrics"]`)."""
 
     namespace: str
     name: str
     usage: Mapping[str, float]
+    """cpu in millicores, memory in bytes."""
 
     @property
     def key(self) -> str:
+        """NAMESPACE/NAME."""
         return f"{self.namespace}/{self.name}"
 
 
 class NodeMetric(Struct, frozen=True, gc=False):
     """Koordinator's NodeMetric (slo.koordinator.sh/v1alpha1): when koordlet last reported, system usage and
-    per-pod usage ("ns/name" -> usage)."""
+    per-pod usage (`state.extra["NodeMetric"]`)."""
 
     name: str
-    update_time: str  # as written, "" when unset
+    update_time: str
+    """status.updateTime as written, "" when unset."""
     has_node_metric: bool
+    """status.nodeMetric is set."""
     system: Mapping[str, float]
+    """status.nodeMetric.systemUsage: cpu in millicores, memory in bytes."""
     pods: Mapping[str, Mapping[str, float]]
+    """Each pod's usage from status.podsMetric, by NAMESPACE/NAME."""
 
 
 @contextlib.contextmanager

@@ -15,6 +15,22 @@ _MINOR = re.compile(r"v1\.(\d+)\.")
 
 
 class ClusterState:
+    """The cluster as a plugin reads it, `self.handle.state`: nodes, pods and PDBs with the indexes plugins need,
+    read-only (a plan's own evictions are left out of what `pods_on_node` and `owner_pods` return)."""
+
+    now: datetime
+    """The one clock every age in a run is measured from (timezone-aware UTC): `--now` sets it for a snapshot."""
+    server_version: str
+    """The API server's gitVersion ("v1.36.3"), "" when not known (a snapshot)."""
+    nodes: dict[str, Node]
+    """Every node read, by name, in scope or not (a plugin is given the Ready ones in scope)."""
+    pods: list[Pod]
+    """Every pod read."""
+    pdbs: list[PodDisruptionBudget]
+    """Every PodDisruptionBudget read."""
+    source: str
+    """Where the state was read from: "cluster URL (context NAME)", "file NAME", "" in tests."""
+
     def __init__(
         self,
         nodes: Iterable[Node],
@@ -26,11 +42,11 @@ class ClusterState:
         now: datetime | None = None,
         server_version: str = "",
     ) -> None:
-        self.now = now or datetime.now(UTC)  # the one clock every age check in a run uses
-        self.server_version = server_version  # the API server's gitVersion ("v1.36.3"); "" when not known
-        self.nodes: dict[str, Node] = {n.name: n for n in nodes}
-        self.pods: list[Pod] = list(pods)
-        self.pdbs: list[PodDisruptionBudget] = list(pdbs)
+        self.now = now or datetime.now(UTC)
+        self.server_version = server_version
+        self.nodes = {n.name: n for n in nodes}
+        self.pods = list(pods)
+        self.pdbs = list(pdbs)
         self.source = source
         self.extra = extra or {}
         self._by_node: dict[str, list[Pod]] = defaultdict(list)
@@ -80,14 +96,15 @@ class ClusterState:
 
     # reading
     def pods_on_node(self, node: str) -> list[Pod]:
-        """Pods bound to the node (a plan's PlannedState leaves out the ones it plans to evict)."""
+        """Pods bound to the node, without the ones the plan already evicts."""
         return list(self._by_node.get(node, []))
 
     def all_pods_on_node(self, node: str) -> list[Pod]:
-        """Including the ones already planned for eviction (for explain and rendering)."""
+        """Pods bound to the node, with the ones the plan already evicts."""
         return list(self._by_node.get(node, []))
 
     def find_pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod of that name in that namespace, or None."""
         if self._by_name is None:
             by_name: dict[str, dict[str, Pod]] = defaultdict(dict)
             for p in self.pods:
@@ -96,8 +113,8 @@ class ClusterState:
         return self._by_name.get(namespace, {}).get(name)
 
     def owner_pods(self, pod: Pod) -> list[Pod]:
-        """Pods that name the pod's only owner among their owner references (a PlannedState leaves out the
-        planned ones); empty for a pod with no owner or several (upstream's minReplicas skips those)."""
+        """Pods that name the pod's only owner among their owner references, without the ones the plan already
+        evicts; empty for a pod with no owner or several (upstream's minReplicas skips those)."""
         if len(pod.owners) != 1:
             return []
         owner = pod.owners[0]
@@ -105,6 +122,7 @@ class ClusterState:
         return list(pods)
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
+        """The PodDisruptionBudgets that cover the pod."""
         in_namespace = self._pdbs_by_ns.get(pod.namespace)
         if not in_namespace:
             return []

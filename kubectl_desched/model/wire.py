@@ -208,12 +208,17 @@ class ContainerStatus(_Wire, kw_only=True):
 
 
 class PodCondition(_Wire, kw_only=True, frozen=True):
-    """One status.conditions entry, decoded straight as the model's (no pod reads it back into anything)."""
+    """One of a pod's status.conditions (`pod.conditions`)."""
 
+    # decoded straight as the model's: no pod reads it back into anything
     type: str
+    """PodScheduled, Initialized, ContainersReady, Ready, ..."""
     status: str
+    """True, False or Unknown."""
     reason: str = ""
-    last_transition: PodTime = field(default="", name="lastTransitionTime")  # as written, "" when unset
+    """A one-word reason, "" when unset."""
+    last_transition: PodTime = field(default="", name="lastTransitionTime")
+    """lastTransitionTime as written, "" when unset."""
 
 
 class PodStatus(_Wire, kw_only=True):

@@ -191,6 +191,20 @@ def _fit_summary(pod: Pod, state: ClusterState, skip: Sequence[str] = (), limit:
     }
 
 
+def _barred(plan: EvictionPlan, pod: Pod, plugin: str) -> str | None:
+    """What keeps every plugin of this one's profile from selecting the pod: out of scope, or protected by a
+    filter; None when nothing does."""
+    evictors = [ev for ev in plan.evictors if plugin in ev.plugins] or plan.evictors[:1]
+    for ev in evictors:
+        out = ev.scope(pod)
+        if out:
+            return f"out of scope: {out}"
+        kept = ev.why_kept(pod)
+        if kept:
+            return f"protected: {kept}"
+    return None
+
+
 def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> dict[str, Any]:
     verdicts = Verdicts(plan)
     verdict, why = verdicts.of(pod)
@@ -209,10 +223,13 @@ def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> di
         chosen = [c for c in plan.candidates if c.pod is pod and c.plugin == name]
         said = list(dict.fromkeys(t for p, t in notes if p == name))
         klass = [r.klass for r in reports if r.plugin == name]
+        barred = _barred(plan, pod, name)
         if chosen:
             result = f"selects it: {chosen[0].reason}"
         elif said:
             result = "; ".join(said)
+        elif barred:  # whether or not its rule matched: a plugin skips a protected pod, before or after its rule
+            result = f"cannot select it ({barred})" + (f"; its node is {klass[0]}" if klass else "")
         else:
             result = "does not select it" + (f" (its node is {klass[0]})" if klass else "")
         plugins.append({"plugin": name, "result": result})

@@ -329,4 +329,4 @@ def test_migration_flags_need_the_migration_evictor(cluster: Any, namespace: str
     assert proc.returncode == 2 and proc.stderr == "error: --no-wait only applies with --evictor migration\n"
     bad = desched(cluster.kubeconfig_for(), "balance", "-n", namespace, "--evictor", "migration",
                   "--migration-ttl", "soon")
-    assert bad.returncode == 2 and "invalid --migration-ttl 'soon'" in bad.stderr
+    assert bad.returncode == 2 and "--migration-ttl: 'soon' is not a duration" in bad.stderr

@@ -140,6 +140,22 @@ def test_python_snippets_run(page: str, monkeypatch: pytest.MonkeyPatch) -> None
                 namespace[name]()
 
 
+def test_a_snippet_that_imports_an_example_plugin_says_to_install_it() -> None:
+    """A reader who runs a snippet that imports plugins/<dist>'s package needs that distribution installed: the page
+    says how before the block."""
+    packages = {p.parent.name: p.parent.parent.relative_to(ROOT) for p in ROOT.glob("plugins/*/*/__init__.py")}
+    missing = []
+    for page in python_pages():
+        text = (ROOT / page).read_text(encoding="utf-8").splitlines()
+        for block in blocks(ROOT / page):
+            imported = {m.group(1) for line in block.body if (m := re.match(r"\s*(?:from|import) (\w+)", line))}
+            for package in sorted(imported & set(packages)):
+                before = "\n".join(text[:block.line])
+                if f"pip install -e {packages[package]}" not in before:
+                    missing.append(f"{page}:{block.line}: imports {package}; say `pip install -e {packages[package]}`")
+    assert not missing, "\n".join(missing)
+
+
 def python_files() -> set[str]:
     skip = {".venv", "site", "build", "dist", ".git", "__pycache__"}
     return {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)}

@@ -114,9 +114,9 @@ CASES: list[tuple[list[str], str]] = [
     (["balance", "-A", "--plugin", "LowNodeUtilization", "--plugin", "RemoveFailedPods"],
      "RemoveFailedPods is a Deschedule plugin"),
     # grace period: -1 is kubectl's "the pod's own"; other negatives were made 1 second by the API server
-    (["balance", "-A", "--grace-period", "-5"], "Invalid value for '--grace-period': must be from -1 to 315360000"),
+    (["balance", "-A", "--grace-period", "-5"], "--grace-period: must be from -1 to 315360000"),
     (["balance", "-A", "--grace-period", "-2"], "(-1: the pod's own), not '-2'"),
-    (["balance", "-A", "--grace-period", BIG], "Invalid value for '--grace-period'"),
+    (["balance", "-A", "--grace-period", BIG], "--grace-period: must be from"),
     (["balance", "-A", "--thresholds", "cpu=nan"], "--thresholds: expected RESOURCE=PERCENT"),
     (["balance", "-A", "--target-thresholds", "cpu=inf"], "--target-thresholds: expected RESOURCE=PERCENT"),
 ]
@@ -133,11 +133,12 @@ DURATIONS: list[tuple[list[str], str]] = [
 ]
 for base, flag in DURATIONS:
     CASES += [
-        ([*base, flag, BIG], f"invalid {flag} '999999"),
-        ([*base, flag, "1" * 400 + "h"], f"invalid {flag} '111111"),
-        ([*base, flag, "87601h"], f"invalid {flag} '87601h': must be from 0 to 87600h (10 years)"),
-        ([*base, flag, ""], f"invalid {flag} '': use a number of seconds"),
-        ([*base, flag, "-5s"], f"invalid {flag} '-5s'"),
+        ([*base, flag, BIG], f"{flag}: '999999"),
+        ([*base, flag, "1" * 400 + "h"], f"{flag}: '111111"),
+        ([*base, flag, "87601h"], f"{flag}: '87601h' must be from 0 to 87600h (10 years)"),
+        ([*base, flag, ""], f"{flag}: '' is not a duration: use a number of seconds"),
+        ([*base, flag, "-5s"], f"{flag}: '-5s' must be from 0 to 87600h"),
+        ([*base, flag, "2d"], f"{flag}: '2d' is not a duration"),  # Go's durations have no d, nor have ours
     ]
 
 # (command, flag, lowest, highest): counts are int32 fields upstream; --max-in-flight threads are bounded lower
@@ -154,12 +155,12 @@ COUNTS: list[tuple[str, str, int, int]] = [
 ]
 for command, flag, low, high in COUNTS:
     CASES += [
-        ([command, "-A", flag, BIG], f"Invalid value for '{flag}': must be from {low} to {high}, not '9999"),
-        ([command, "-A", flag, "-" + BIG], f"Invalid value for '{flag}': must be from {low} to {high}"),
-        ([command, "-A", flag, "9" * 5000], f"Invalid value for '{flag}'"),  # past Python's int() digit limit
+        ([command, "-A", flag, BIG], f"{flag}: must be from {low} to {high}, not '9999"),
+        ([command, "-A", flag, "-" + BIG], f"{flag}: must be from {low} to {high}"),
+        ([command, "-A", flag, "9" * 5000], f"{flag}: must be from"),  # past Python's int() digit limit
         ([command, "-A", flag, str(high + 1)], f"must be from {low} to {high}, not '{high + 1}'"),
         ([command, "-A", flag, str(low - 1)], f"must be from {low} to {high}, not '{low - 1}'"),
-        ([command, "-A", flag, "1.5"], f"Invalid value for '{flag}': '1.5' is not an integer"),
+        ([command, "-A", flag, "1.5"], f"{flag}: '1.5' is not an integer"),
     ]
 
 
@@ -360,3 +361,26 @@ def test_explain_pod_by_namespace_slash_name(tmp_path: Path, monkeypatch: pytest
         assert result.exit_code == 0, result.output
         doc = json.loads(result.stdout)
         assert (doc["namespace"], doc["pod"]) == ("shop", "web-xlr4bj9pj5-299xd")
+
+
+# One shape for a bad flag value, whatever kind of value it is: `error: FLAG: why`.
+ONE_SHAPE: list[tuple[list[str], str]] = [
+    (["balance", "-A", "--timeout", "soon"], "--timeout"),  # a duration
+    (["balance", "-A", "--timeout", "-5m"], "--timeout"),  # a duration out of range
+    (["balance", "-A", "--evictor", "migration", "--migration-ttl", "0.4ns"], "--migration-ttl"),
+    (["balance", "-A", "--max-pods", "-1"], "--max-pods"),  # a count, checked by click's type
+    (["balance", "-A", "--max-pods", "x"], "--max-pods"),
+    (["balance", "-A", "-v", "11"], "-v/--v"),
+    (["balance", "-A", "--evictor", "bogus"], "--evictor"),  # a choice
+    (["balance", "-A", "--thresholds", "cpu"], "--thresholds"),  # a plugin's Percentages
+    (["deschedule", "-A", "--max-pod-lifetime", "2d"], "--max-pod-lifetime"),  # a plugin's Seconds
+    (["balance", "-A", "--now", "yesterday"], "--now"),
+    (["balance", "-n", "Bad_NS!"], "-n/--namespace"),
+]
+
+
+@pytest.mark.parametrize(("args", "flag"), ONE_SHAPE, ids=[" ".join(a)[:80] for a, _ in ONE_SHAPE])
+def test_a_bad_flag_value_is_said_in_one_shape(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                               untouched: list[str], args: list[str], flag: str) -> None:
+    line = refused(monkeypatch, capsys, untouched, [*args, *EVICT], f"error: {flag}: ")
+    assert line.startswith(f"error: {flag}: ") and "nvalid" not in line.split(": ")[1], line

@@ -114,7 +114,7 @@ def test_a_ttl_written_as_0s_is_refused_on_the_command_line(monkeypatch: pytest.
     code, out, err = run_main(monkeypatch, capsys, "balance", "--evictor", "migration", "--migration-ttl", ttl,
                               "--from-file", "-")
     assert (code, out) == (2, "")
-    assert err.splitlines() == [f"error: invalid --migration-ttl '{ttl}': it would be written 0s, which means no "
+    assert err.splitlines() == [f"error: --migration-ttl: '{ttl}' would be written 0s, which means no "
                                 "TTL; give 0 for none"]
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -15,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import kubectl_desched.framework as face
+import kubectl_desched.testing as testing
 from kubectl_desched.errors import UsageError
 from kubectl_desched.model import pod_from_json
 from tests.builders import pod
@@ -69,7 +74,7 @@ def test_text_flag_kind() -> None:
     assert plain.show("x") == "x"
     checked = face.Text(metavar="KEY", check=face.label_key_problem)
     assert checked.parse("example.com/zone", "--zone-label") == "example.com/zone"
-    with pytest.raises(UsageError, match=r"^--zone-label 'a/b/c': a label key has at most one '/'$"):
+    with pytest.raises(UsageError, match=r"^--zone-label: 'a/b/c': a label key has at most one '/'$"):
         checked.parse("a/b/c", "--zone-label")
     args: dict[str, object] = {}
     face.Flag("--zone-label", "zone.label", "the zone label", checked).set(args, "zone")
@@ -107,3 +112,52 @@ def test_the_example_plugins_import_only_the_faces() -> None:
 def test_the_test_command_checks_the_example_plugins_strictly() -> None:
     script = (ROOT / "scripts" / "test").read_text()
     assert '"$venv/bin/mypy" --strict --follow-imports=silent "$dist"' in script
+
+
+def test_an_authors_mypy_strict_sees_the_framework_from_outside_the_repository(tmp_path: Path) -> None:
+    """What a plugin author runs: `mypy --strict .` in a distribution of their own, beside kubectl-desched as
+    installed here (`pip install -e` in ./scripts/test). setuptools' default editable install of a flat layout is an
+    import hook mypy cannot follow (import-not-found, or Any under ignore_missing_imports); pyproject's package-dir
+    makes it a plain path."""
+    try:
+        importlib.metadata.distribution("kubectl-desched")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("kubectl-desched is not installed (./scripts/test installs it)")
+    example = ROOT / "plugins" / "kubectl-desched-cordoned"
+    dist = tmp_path / "my-plugin"
+    shutil.copytree(example, dist, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".mypy_cache"))
+    (dist / "kubectl_desched_cordoned" / "wrong.py").write_text(
+        "from kubectl_desched.framework import Pod\n\n\ndef images(pod: Pod) -> int:\n    return pod.images\n")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}  # no user mypy config, no MYPYPATH
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), "."],
+                          cwd=dist, env=env, capture_output=True, text=True, timeout=300, check=False)
+    # Only the planted error: the framework's types are seen (not Any), and the example itself is clean.
+    assert done.stdout.splitlines()[0] == ('kubectl_desched_cordoned/wrong.py:5: error: Incompatible return value '
+                                           'type (got "tuple[str, ...]", expected "int")  [return-value]'), done.stdout
+    assert done.stdout.splitlines()[-1].startswith("Found 1 error in 1 file"), done.stdout
+
+
+@dataclass
+class _AgeArgs(face.PluginArgs):
+    max_age: face.Duration = field(default_factory=lambda: face.Duration(60.0, "1m"))
+
+    def validate(self, path: str) -> None:
+        if self.max_age.seconds <= 0:
+            raise face.ConfigError(f"{path}.maxAge", "must be more than 0")
+
+
+@pytest.mark.parametrize("given", ["-1h", "-90s", -5, "0s"])
+def test_a_negative_duration_reaches_the_plugins_own_check(given: object) -> None:
+    """As metav1.Duration takes a sign, the decoder does too: what a negative age means is the plugin's to say."""
+    with pytest.raises(face.ConfigError) as err:
+        face.decode_args(_AgeArgs, {"maxAge": given}, "args")
+    assert str(err.value) == "args.maxAge: must be more than 0"
+
+
+def test_a_day_is_no_duration_anywhere() -> None:
+    """Go's time.ParseDuration, and so every upstream policy, has no `d`: flags, policies and the test clock agree."""
+    with pytest.raises(face.ConfigError, match=r"must be a duration such as 5m, not '2d' \(no d unit: write 48h\)"):
+        face.decode_args(_AgeArgs, {"maxAge": "2d"}, "args")
+    with pytest.raises(ValueError, match=r"^'2d' is not a duration \(no d unit: write 48h\)"):
+        testing.ago("2d")
+    assert testing.ago("48h") == "2025-12-30T12:00:00Z"

@@ -210,17 +210,29 @@ def test_label_selector_errors(selector: Any, message: str) -> None:
         ("250µs", 0.00025),
         ("10ns", 1e-8),
         (" 10s ", 10.0),
+        ("+1m", 60.0),
     ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "5x", "-1", "1m 30s", "s", "10s5", "1d"])
+@pytest.mark.parametrize("text", ["", "abc", "5x", "-1", "-1h", "1m 30s", "s", "10s5", "1d", "-", "+-1s", "- 1s"])
 def test_parse_duration_errors_name_the_flag(text: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_duration(text, "--min-pod-age")
     message = str(info.value)
-    assert message.startswith(f"invalid --min-pod-age {text!r}")
+    assert message.startswith(f"--min-pod-age: {text!r} ")
     assert "\n" not in message
     assert info.value.exit_code == 2
+
+
+def test_a_duration_takes_a_sign_as_go_does_and_no_days() -> None:
+    from kubectl_desched.model.durations import duration_seconds
+
+    assert duration_seconds("-1h30m") == -5400.0
+    assert duration_seconds("+90s") == 90.0
+    assert duration_seconds("-5") == -5.0
+    for text in ("2d", "1h2d", "--1s", "-"):
+        with pytest.raises(ValueError):
+            duration_seconds(text)

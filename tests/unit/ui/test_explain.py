@@ -182,3 +182,16 @@ def test_demo_explain_pod_agrees_with_the_plans_reasons() -> None:
     text, _raw = _explain("pod", "batch/debug-shell")
     assert "Verdict: KEEP - protected: bare pod (no owner)" in text
     assert "\nIf evicted: no controller recreates it\n" in text
+
+
+# --- a plugin that checks its rule before the filters: a protected pod it matched is not "does not select it" ---
+
+def test_explain_pod_says_a_protected_pod_cannot_be_selected_whichever_order_the_plugin_checks() -> None:
+    text, raw = _explain("pod", "-n", "batch", "debug-shell")  # a bare pod: protected
+    rows = {p["plugin"]: p["result"] for p in json.loads(raw)["plugins"]}
+    assert rows["PodLifeTime"] == "cannot select it (protected: bare pod (no owner))"
+    assert rows["LowNodeUtilization"] == ("cannot select it (protected: bare pod (no owner)); "
+                                          "its node is over-utilized")
+    assert "does not select it" not in text
+    ledger = {p["plugin"]: p["result"] for p in json.loads(_explain("pod", "-n", "payments", "ledger-0")[1])["plugins"]}
+    assert ledger["RemoveFailedPods"] == "does not select it"  # not protected: its rule is why
