@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
+from kubectl_desched.errors import UsageError
 
 DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
@@ -165,3 +166,30 @@ def test_the_upstream_example_policy_runs_as_is() -> None:
     assert by_plugin == {"RemovePodsViolatingNodeTaints": {"worker-c1"},
                          "LowNodeUtilization": {"worker-a1", "worker-a2"}}
     assert not any(c["pod"].startswith("ledger-") for c in doc["candidates"])  # PodsWithPVC keeps the StatefulSet
+
+
+def test_a_snapshot_runs_report_has_the_plans_estimate_and_its_exit_code(tmp_path: Path) -> None:
+    """Nothing is sent on a snapshot, yet the report says what the plan estimated and how the run ended (issue 38:
+    `report` printed `81.2% -> - | -` and `Exit: -` after a run that exited 0)."""
+    report = tmp_path / "r.json"
+    plan = _run("balance")
+    run = CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-A", "--report", str(report)])
+    assert run.exit_code == 0, run.output
+    doc = json.loads(report.read_text())
+    assert doc["summary"] == {"confirmed": 0, "results": {}, "interrupted": False, "exitCode": 0}
+    after = {n["name"]: n["after"] for n in plan["nodes"]}
+    assert {n["name"]: n["estimated"] for n in doc["nodes"]} == {n["name"]: after[n["name"]] for n in doc["nodes"]}
+    shown = CliRunner().invoke(cli, ["report", str(report)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[3] == "Exit:     0"
+    assert "worker-a1  81.2% -> 56.2% | -  26.6% -> 14.1% | -  10% -> 9.1% | -" in lines
+
+
+def test_a_failed_runs_report_has_its_exit_code(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    policy = str(Path(DEMO).parent / "koord-lownodeload.yaml")  # needs NodeMetrics the snapshot lacks
+    run = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "--report", str(report)])
+    doc = json.loads(report.read_text())
+    assert isinstance(run.exception, UsageError) and doc["error"] == str(run.exception)
+    assert doc["summary"]["exitCode"] == UsageError.exit_code == 2  # what main() exits with
