@@ -193,3 +193,17 @@ def test_a_failed_runs_report_has_its_exit_code(tmp_path: Path) -> None:
     doc = json.loads(report.read_text())
     assert isinstance(run.exception, UsageError) and doc["error"] == str(run.exception)
     assert doc["summary"]["exitCode"] == UsageError.exit_code == 2  # what main() exits with
+
+
+def test_explain_with_balances_plugin_gives_the_plans_verdicts_in_its_words() -> None:
+    """The README: `explain node worker-a1 --plugin LowNodeUtilization` gives each pod the verdict `balance` gave it
+    and the plan's reason, two of them futile (without --plugin, explain runs the Deschedule plugins too)."""
+    plan = _run("balance")
+    kept = {k["pod"]: k["why"] for k in plan["kept"] if k["node"] == "worker-a1"}
+    evicted = {c["pod"] for c in plan["candidates"] if c["node"] == "worker-a1"}
+    doc = _run("explain", "node", "worker-a1", "--plugin", "LowNodeUtilization")
+    picked = {p["pod"]: p for p in doc["pods"] if p["why"].startswith("LowNodeUtilization: ")}
+    assert {name for name, p in picked.items() if p["verdict"] == "evict"} == evicted
+    explained = {name: p["why"].split(" but kept: ", 1)[1] for name, p in picked.items() if p["verdict"] == "keep"}
+    assert explained.keys() == kept.keys() and all(explained[name].endswith(why) for name, why in kept.items())
+    assert sum(why.startswith("the move would change nothing: ") for why in explained.values()) == 2
