@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -207,3 +209,17 @@ def test_explain_with_balances_plugin_gives_the_plans_verdicts_in_its_words() ->
     explained = {name: p["why"].split(" but kept: ", 1)[1] for name, p in picked.items() if p["verdict"] == "keep"}
     assert explained.keys() == kept.keys() and all(explained[name].endswith(why) for name, why in kept.items())
     assert sum(why.startswith("the move would change nothing: ") for why in explained.values()) == 2
+
+
+def test_the_demo_files_are_what_their_script_makes() -> None:
+    """examples/make-demo-cluster writes the snapshot byte for byte and prints the table examples/README.md shows,
+    with the two decimals `-o json` gives (issue 38: one decimal there said 2.0 where the tool's tables say 1.9)."""
+    examples = Path(DEMO).parent
+    made = subprocess.run([sys.executable, str(examples / "make-demo-cluster"), "--out", "-"], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert made.stdout == Path(DEMO).read_text(encoding="utf-8")
+    assert made.stderr.strip() in (examples / "README.md").read_text(encoding="utf-8")
+    now = {n["name"]: n["now"] for n in _run("balance")["nodes"]}
+    for line in made.stderr.splitlines()[1:]:
+        name, cpu, memory, pods = line.split()[:4]
+        assert [f"{now[name][r]:.2f}" for r in ("cpu", "memory", "pods")] == [cpu, memory, pods], name
