@@ -1,6 +1,6 @@
 """Errors that end a command with one line on stderr instead of a traceback, and the exit codes every command uses, in
-one table (the README's "Exit codes" lists the same): a pipeline can tell a plan that went stale from an error, and
-either from a "no" at the prompt."""
+one table (docs/guide/evicting-safely.md, "Exit codes", lists the same): a pipeline can tell a plan that went stale
+from an error, and either from a "no" at the prompt."""
 
 DONE = 0  # every confirmed eviction succeeded, nothing to do, or a preview
 ERROR = 1  # an error, or a confirmed eviction that did not succeed

@@ -2,7 +2,7 @@
 error instead of a traceback (or a crash inside libyaml) for anything else.
 
 Every file or flag the tool parses goes through here: snapshots (--from-file), policies, --policy-patch, --args and
-kubeconfigs. The limits below are documented in the README ("Reliability: hostile files and flags").
+kubeconfigs. The limits below are documented in docs/reliability.md ("Hostile files and flags").
 
 Policies, --args and patches are decoded as upstream decodes them (YAML 1.1): y/Y/n/N are booleans like
 yes/no/on/off. Timestamps stay strings in policies and snapshots, as the API's fields are (PyYAML would make

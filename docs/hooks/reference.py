@@ -193,5 +193,8 @@ def model_page() -> str:
 def on_files(files: Files, config: Any) -> Files:
     for uri, make in (("reference/commands.md", commands_page), ("reference/plugins.md", plugins_page),
                       ("reference/model.md", model_page)):
+        stub = files.get_file_from_path(uri)  # the committed page, so links to it resolve in the repository too
+        if stub is not None:
+            files.remove(stub)
         files.append(File.generated(config, uri, content=make()))
     return files

@@ -12,14 +12,17 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.ui.plan_view import RESOURCES, node_rows
 
 
-def nodes_before(plan: EvictionPlan, placement: Placement | None) -> dict[str, dict[str, float]]:
-    """The candidates' nodes and their estimated destinations, as read before anything was evicted (requests as
-    % of allocatable)."""
+def nodes_planned(plan: EvictionPlan, placement: Placement | None) -> dict[str, dict[str, dict[str, float]]]:
+    """The candidates' nodes and their estimated destinations: `before`, as read before anything was evicted, and
+    `estimated`, after the evictions and the estimated landings (requests as % of allocatable). A run that sends
+    nothing (a snapshot, a dry run, a refusal) has the estimate too, as its plan showed it."""
     names = {c.pod.node_name for c in plan.candidates}
     if placement is not None:
         names |= {d.node for c in plan.candidates if (d := placement.of(c)) is not None and d.node}
     nodes = [plan.cluster.nodes[n] for n in sorted(names) if n in plan.cluster.nodes]
-    return {row["name"]: row["now"] for row in node_rows(plan, nodes)}
+    rows = node_rows(plan, nodes, placement)
+    return {"nodesBefore": {row["name"]: row["now"] for row in rows},
+            "nodesEstimated": {row["name"]: row["after"] for row in rows}}
 
 
 def _key(entry: Mapping[str, Any]) -> tuple[str, str]:
@@ -70,12 +73,13 @@ def pods_record(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 def nodes_record(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per node: before (as read), estimated after, and measured after (once the landing wait read them again)."""
     before: Mapping[str, Any] = doc.get("nodesBefore") or {}
+    estimated: Mapping[str, Any] = doc.get("nodesEstimated") or {}
     measured = {n["name"]: n for n in (doc.get("landings") or {}).get("nodes") or ()}
     out = []
     for name in sorted(set(before) | set(measured)):
         m = measured.get(name) or {}
-        out.append({"name": name, "before": before.get(name) or m.get("before"), "estimated": m.get("estimated"),
-                    "after": m.get("measured")})
+        out.append({"name": name, "before": before.get(name) or m.get("before"),
+                    "estimated": m.get("estimated") or estimated.get(name), "after": m.get("measured")})
     return out
 
 

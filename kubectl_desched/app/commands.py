@@ -60,19 +60,22 @@ def recorded(report: Report | None, body: Callable[[], int]) -> int:
     """body() with signals raising, and its --report written whatever ends it, with the error or interrupt."""
     with interrupts.raising():
         try:
-            return body()
+            code = body()
+            if report:
+                report.finish(code)
+            return code
         except DeschedError as e:
             if report:
                 report.doc["error"] = one_line(e, LINE_LIMIT)  # as the error line says it
+                report.finish(e.exit_code)
             raise
         except (KeyboardInterrupt, Interrupted) as e:
             if report:
                 by = e.name if isinstance(e, Interrupted) else "Ctrl-C"
-                summary = report.doc["summary"]
-                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if summary
+                report.doc["error"] = f"interrupted by {by} " + ("after acting (see evictions)" if report.doc["summary"]
                                                                  else "before any eviction was sent")
-                if summary:  # the exit code the process will really have
-                    summary["exitCode"] = e.exit_code if isinstance(e, Interrupted) else EXIT_INTERRUPTED
+                # the exit code the process will really have
+                report.finish(e.exit_code if isinstance(e, Interrupted) else EXIT_INTERRUPTED, by)
             raise
         finally:
             if report:

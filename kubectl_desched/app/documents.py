@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from kubectl_desched import __version__
-from kubectl_desched.app.after_action import nodes_before, record
+from kubectl_desched.app.after_action import nodes_planned, record
 from kubectl_desched.app.loading import Loaded
 from kubectl_desched.app.options import Options, OutputOptions
 from kubectl_desched.app.plan_identity import plan_identity
@@ -74,7 +74,7 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
     })
     report.doc.update(settings_doc(acting))
     report.candidates(plan.candidates, plan.placement if plan.candidates else None)
-    report.doc["nodesBefore"] = nodes_before(plan, plan.placement if plan.candidates else None)
+    report.doc.update(nodes_planned(plan, plan.placement if plan.candidates else None))
 
 
 def write_report(report: Report) -> None:

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from kubectl_desched.evictors.choose import DEFAULT_TIMEOUT
 from kubectl_desched.kube.overrides import ConnectionFlags
 
 if TYPE_CHECKING:  # the kubernetes client loads with kube.config: only for a command that connects
     from kubectl_desched.evictors.migration.options import MigrationOptions
     from kubectl_desched.kube.config import KubeOptions
 
-DEFAULT_TIMEOUT = 300.0  # --timeout for the Eviction API: retries on a PodDisruptionBudget, --wait-ready
 
 
 @dataclass(frozen=True)

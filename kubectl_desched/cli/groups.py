@@ -13,11 +13,17 @@ import click
 from kubectl_desched.cli import checks, completers
 from kubectl_desched.cli.help import ACTING, CLUSTER_ACCESS, OUTPUT, SCOPE, option
 from kubectl_desched.errors import UsageError
-from kubectl_desched.evictors.choose import EVICTORS
+from kubectl_desched.evictors.choose import DEFAULT_TIMEOUT, EVICTORS
 from kubectl_desched.framework.flags import INT32_MAX
 from kubectl_desched.model.durations import MAX_DURATION_SECONDS, format_duration
 from kubectl_desched.model.names import dns1123_label_problem, dns1123_subdomain_problem
-from kubectl_desched.model.podmigrationjob import JOB_MODES
+from kubectl_desched.model.podmigrationjob import (
+    DEFAULT_TTL_SECONDS,
+    JOB_MODES,
+    RESERVATION_FIRST,
+    WAIT_PAST_TTL_SECONDS,
+    WAIT_WITHOUT_TTL_SECONDS,
+)
 from kubectl_desched.sanitize import shown
 from kubectl_desched.ui.formats import check_format, check_sort_by, formats_help
 
@@ -184,7 +190,7 @@ def _migration(v: dict[str, Any]) -> MigrationOptions | None:
 
 
 def _acting(v: dict[str, Any]) -> ActOptions:
-    from kubectl_desched.app.options import DEFAULT_TIMEOUT, ActOptions
+    from kubectl_desched.app.options import ActOptions
 
     return ActOptions(
         yes=v["yes"], dry_run=v["dry_run"],
@@ -211,8 +217,9 @@ acting = OptionGroup("acting", [
                 "to its ready replica count."),
     option(ACTING, "--timeout", metavar="DURATION",
            help="How long to retry a pod a PodDisruptionBudget blocks (429), and to wait with --wait-ready "
-                "[default: 5m]; with --evictor migration, how long to wait for the PodMigrationJobs to end "
-                "[default: their TTL plus 1m; 30m without a TTL]."),
+                f"[default: {format_duration(DEFAULT_TIMEOUT)}]; with --evictor migration, how long to wait for the "
+                f"PodMigrationJobs to end [default: their TTL plus {format_duration(WAIT_PAST_TTL_SECONDS)}; "
+                f"{format_duration(WAIT_WITHOUT_TTL_SECONDS)} without a TTL]."),
     option(ACTING, "--report", metavar="FILE", help="Write a JSON record of the run (written even on failure)."),
     option(ACTING, "--record-events", is_flag=True,
            help="Post a Normal event (action Descheduled, reason the plugin) on each evicted pod."),
@@ -220,9 +227,10 @@ acting = OptionGroup("acting", [
            help="; ".join(f"{name}: {entry.help}" for name, entry in EVICTORS.items()) + "."),
     option(ACTING, "--migration-mode", type=click.Choice(list(JOB_MODES)), metavar="|".join(JOB_MODES),
            help="PodMigrationJob spec.mode [default: the policy's MigrationController defaultJobMode, else "
-                "ReservationFirst]."),
+                f"{RESERVATION_FIRST}]."),
     option(ACTING, "--migration-ttl", metavar="DURATION",
-           help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, else 5m]."),
+           help="PodMigrationJob spec.ttl, e.g. 10m; 0 for none [default: the policy's defaultJobTTL, else "
+                f"{format_duration(DEFAULT_TTL_SECONDS)}]."),
     option(ACTING, "--no-wait", is_flag=True, help="With --evictor migration: return once the jobs are created."),
     option(ACTING, "--no-wait-landing", is_flag=True,
            help="Do not wait for the replacements to be scheduled after the evictions (by default the run waits, "

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 
+# --timeout when not given: how long an eviction a PodDisruptionBudget refuses is retried, and how long --wait-ready
+# and the landing wait wait. Kept here, beside --evictor's table, so that --help states it without loading app/.
+DEFAULT_TIMEOUT = 300.0
+
 
 class Acting(Protocol):
     """What an evictor is built from of the acting options (app/options.py's ActOptions)."""

@@ -125,6 +125,15 @@ class Report:
         self.doc["summary"] = summary_doc(results, interrupted=interrupted, exit_code=exit_code,
                                           interrupted_by=interrupted_by)
 
+    def finish(self, exit_code: int, interrupted_by: str | None = None) -> None:
+        """The exit code the process will have, also in a run that sent nothing (a preview, a snapshot, a refusal,
+        an error before acting): its summary counts no eviction."""
+        if self.doc["summary"] is None:
+            self.doc["summary"] = summary_doc([], interrupted=interrupted_by is not None, exit_code=exit_code,
+                                              interrupted_by=interrupted_by)
+        else:
+            self.doc["summary"]["exitCode"] = exit_code
+
     def write(self) -> None:
         self.doc["finishedAt"] = timestamp(now())
         write_atomically(self.path, redacted(self.doc))

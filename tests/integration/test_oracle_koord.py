@@ -2,7 +2,7 @@
 Koordinator's CRDs from its module), then the real koord-descheduler v1.8.0 (LowNodeLoad in its dry run) and our
 `run --policy --dry-run=client` both plan on it. Each of koord-descheduler's compared cycles must equal the fixture's
 expected.yaml (where pods tie, a choose group fixes only how many of them), and ours must too (or the fixture's
-`ours`, where a case records a deliberate difference that the README lists)."""
+`ours`, where a case records a deliberate difference that docs/compatibility/koordinator.md lists)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The oracle: every case under tests/oracle/cases is created in a real kube-apiserver, then the upstream
 descheduler (built from sigs.k8s.io/descheduler) and our `run --policy --dry-run=client` both plan on it.
 Upstream's evictions must equal the fixture's expected.yaml, and ours must equal upstream's (or, where a case
-records a deliberate difference that the README lists, the fixture's `ours`)."""
+records a deliberate difference that docs/compatibility/upstream.md lists, the fixture's `ours`)."""
 
 from __future__ import annotations
 

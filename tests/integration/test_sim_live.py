@@ -256,7 +256,7 @@ def test_two_operators_at_once_on_the_same_deployment(sim: SimCluster, sim_names
         assert run.returncode == 0 and out, err  # "gone"/"terminating" (the other one was first) are fine outcomes
     docs = [json.loads(out) for out, _err in outs]
     # a run that reads once the other's evictions are under way may find nothing to do: then it plans and sends
-    # nothing, and its document has no evictions (the README: "evictions when something was sent")
+    # nothing, and its document has no evictions (docs/guide/output.md: "evictions when something was sent")
     assert all("evictions" in d or not d["candidates"] for d in docs), docs
     sent = [d.get("evictions", []) for d in docs]
     evicted = Counter(e["pod"] for moves in sent for e in moves if e["result"] == "evicted")

@@ -8,7 +8,7 @@ Each case directory holds
                  upstream by tests/integration/test_oracle_upstream.py; `choose`: groups of equal pods of which upstream
                  evicts `count` in an order it leaves unspecified (its sorts are not stable), so only the count is
                  compared there; `why`: what behaviour the case pins; and, only where we deliberately differ, `ours`
-                 (our answer) and `difference` (the README's reason).
+                 (our answer) and `difference` (the reason docs/compatibility/ gives).
 
 The same objects serve two tests: the integration test creates them in a real kube-apiserver and runs both tools
 there; the unit test turns them into a snapshot with the fields the API server would have added (uid,

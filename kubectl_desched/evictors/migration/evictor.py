@@ -20,13 +20,9 @@ from kubectl_desched.evictors.migration.jobs import (
     FOLLOW_START_SECONDS,
     GROUP,
     JOBS_PATH,
-    NO_TTL_SCAVENGE_SECONDS,
     NOT_SERVED,
     RESOURCE,
     RUN_LABEL,
-    SCAVENGE_AFTER_TTL_SECONDS,
-    SCAVENGE_PERIOD_SECONDS,
-    WAIT_MARGIN_SECONDS,
     JobSettings,
     JobTrack,
     blocking_job,
@@ -41,6 +37,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.access import Permission, missing_permissions
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import api_message, bounded_timeout, describe_api_error, request_json
+from kubectl_desched.model.podmigrationjob import WAIT_PAST_TTL_SECONDS, WAIT_WITHOUT_TTL_SECONDS
 
 if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
@@ -222,8 +219,7 @@ class MigrationEvictor:
         if self.timeout is not None:
             return self.timeout
         ttls = [t.settings.ttl_seconds for t in self.tracks.values()]
-        longest = NO_TTL_SCAVENGE_SECONDS if not ttls or min(ttls) == 0 else max(ttls) + SCAVENGE_AFTER_TTL_SECONDS
-        return longest + SCAVENGE_PERIOD_SECONDS + WAIT_MARGIN_SECONDS
+        return WAIT_WITHOUT_TTL_SECONDS if not ttls or min(ttls) == 0 else max(ttls) + WAIT_PAST_TTL_SECONDS
 
     def open_jobs(self) -> list[JobTrack]:
         with self._lock:

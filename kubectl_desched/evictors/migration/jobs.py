@@ -16,7 +16,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.kube.apierrors import api_exception
 from kubectl_desched.kube.live import bounded_timeout, describe_api_error, request_json
 from kubectl_desched.model.durations import format_duration
-from kubectl_desched.model.podmigrationjob import RESERVATION_FIRST
+from kubectl_desched.model.podmigrationjob import DEFAULT_TTL_SECONDS, RESERVATION_FIRST
 from kubectl_desched.plugins.koordinator.migrationcontroller import MigrationControllerArgs
 from kubectl_desched.sanitize import one_line
 
@@ -39,18 +39,8 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 CREATOR = "kubectl-desched"
 RUN_LABEL = "kubectl-desched/run"  # one value per run: the watch follows this run's jobs only
 
-# Koordinator's MigrationController defaults (defaultJobMode, defaultJobTTL).
-DEFAULT_MODE = RESERVATION_FIRST
-DEFAULT_TTL_SECONDS = 300.0
-# When the controller's verdict comes: it checks a job's TTL only when it next reconciles the job, and a job whose
-# eviction failed (a PDB, an error) is retried with a backoff that doubles up to 1000 s, so a job may fail with
-# Timeout long after its TTL (a 90 s TTL failed at 165 s). Its scavenger, every minute, deletes any job 5 minutes
-# past its TTL (30 minutes old without one): by then every job has ended or is gone. Waiting longer is pointless.
-SCAVENGE_AFTER_TTL_SECONDS = 300.0
-NO_TTL_SCAVENGE_SECONDS = 1800.0
-SCAVENGE_PERIOD_SECONDS = 60.0
-WAIT_MARGIN_SECONDS = 15.0
-MAX_BACKOFF_SECONDS = 1000.0
+DEFAULT_MODE = RESERVATION_FIRST  # Koordinator's MigrationController defaultJobMode
+MAX_BACKOFF_SECONDS = 1000.0  # the controller retries a failed eviction this far apart at most (see the wait, model/)
 # koord-descheduler's arbitration marks each job it lets through (others wait, Pending, until it does).
 PASSED_ARBITRATION = "descheduler.koordinator.sh/passed-arbitration"
 

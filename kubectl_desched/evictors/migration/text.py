@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from kubectl_desched.evictors.base import EvictionResult
-from kubectl_desched.evictors.migration.jobs import MAX_BACKOFF_SECONDS, SCAVENGE_AFTER_TTL_SECONDS, JobTrack
+from kubectl_desched.evictors.migration.jobs import MAX_BACKOFF_SECONDS, JobTrack
 from kubectl_desched.model.durations import format_duration
+from kubectl_desched.model.podmigrationjob import SCAVENGE_AFTER_TTL_SECONDS
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term.tables import plain_table
 

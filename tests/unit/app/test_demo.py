@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
+from kubectl_desched.errors import UsageError
 
 DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
@@ -165,3 +168,58 @@ def test_the_upstream_example_policy_runs_as_is() -> None:
     assert by_plugin == {"RemovePodsViolatingNodeTaints": {"worker-c1"},
                          "LowNodeUtilization": {"worker-a1", "worker-a2"}}
     assert not any(c["pod"].startswith("ledger-") for c in doc["candidates"])  # PodsWithPVC keeps the StatefulSet
+
+
+def test_a_snapshot_runs_report_has_the_plans_estimate_and_its_exit_code(tmp_path: Path) -> None:
+    """Nothing is sent on a snapshot, yet the report says what the plan estimated and how the run ended (issue 38:
+    `report` printed `81.2% -> - | -` and `Exit: -` after a run that exited 0)."""
+    report = tmp_path / "r.json"
+    plan = _run("balance")
+    run = CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-A", "--report", str(report)])
+    assert run.exit_code == 0, run.output
+    doc = json.loads(report.read_text())
+    assert doc["summary"] == {"confirmed": 0, "results": {}, "interrupted": False, "exitCode": 0}
+    after = {n["name"]: n["after"] for n in plan["nodes"]}
+    assert {n["name"]: n["estimated"] for n in doc["nodes"]} == {n["name"]: after[n["name"]] for n in doc["nodes"]}
+    shown = CliRunner().invoke(cli, ["report", str(report)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[3] == "Exit:     0"
+    assert "worker-a1  81.2% -> 56.2% | -  26.6% -> 14.1% | -  10% -> 9.1% | -" in lines
+
+
+def test_a_failed_runs_report_has_its_exit_code(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    policy = str(Path(DEMO).parent / "koord-lownodeload.yaml")  # needs NodeMetrics the snapshot lacks
+    run = CliRunner().invoke(cli, ["run", "--policy", policy, "--from-file", DEMO, "--report", str(report)])
+    doc = json.loads(report.read_text())
+    assert isinstance(run.exception, UsageError) and doc["error"] == str(run.exception)
+    assert doc["summary"]["exitCode"] == UsageError.exit_code == 2  # what main() exits with
+
+
+def test_explain_with_balances_plugin_gives_the_plans_verdicts_in_its_words() -> None:
+    """The README: `explain node worker-a1 --plugin LowNodeUtilization` gives each pod the verdict `balance` gave it
+    and the plan's reason, two of them futile (without --plugin, explain runs the Deschedule plugins too)."""
+    plan = _run("balance")
+    kept = {k["pod"]: k["why"] for k in plan["kept"] if k["node"] == "worker-a1"}
+    evicted = {c["pod"] for c in plan["candidates"] if c["node"] == "worker-a1"}
+    doc = _run("explain", "node", "worker-a1", "--plugin", "LowNodeUtilization")
+    picked = {p["pod"]: p for p in doc["pods"] if p["why"].startswith("LowNodeUtilization: ")}
+    assert {name for name, p in picked.items() if p["verdict"] == "evict"} == evicted
+    explained = {name: p["why"].split(" but kept: ", 1)[1] for name, p in picked.items() if p["verdict"] == "keep"}
+    assert explained.keys() == kept.keys() and all(explained[name].endswith(why) for name, why in kept.items())
+    assert sum(why.startswith("the move would change nothing: ") for why in explained.values()) == 2
+
+
+def test_the_demo_files_are_what_their_script_makes() -> None:
+    """examples/make-demo-cluster writes the snapshot byte for byte and prints the table examples/README.md shows,
+    with the two decimals `-o json` gives (issue 38: one decimal there said 2.0 where the tool's tables say 1.9)."""
+    examples = Path(DEMO).parent
+    made = subprocess.run([sys.executable, str(examples / "make-demo-cluster"), "--out", "-"], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert made.stdout == Path(DEMO).read_text(encoding="utf-8")
+    assert made.stderr.strip() in (examples / "README.md").read_text(encoding="utf-8")
+    now = {n["name"]: n["now"] for n in _run("balance")["nodes"]}
+    for line in made.stderr.splitlines()[1:]:
+        name, cpu, memory, pods = line.split()[:4]
+        assert [f"{now[name][r]:.2f}" for r in ("cpu", "memory", "pods")] == [cpu, memory, pods], name

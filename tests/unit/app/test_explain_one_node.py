@@ -145,7 +145,7 @@ def test_per_node_limit_and_plain_evictor_allow_the_quick_read() -> None:
 
 def test_high_node_utilization_estimate_marks_the_pods_of_an_under_utilized_node() -> None:
     # --keep-futile: the estimate models the default scheduler (LeastAllocated), which would spread the pods
-    # back over the emptier nodes; packing them needs a MostAllocated scheduler (README)
+    # back over the emptier nodes; packing them needs a MostAllocated scheduler (docs/guide/every-move-counts.md)
     policy = _policy("--plugin=HighNodeUtilization", "--thresholds=cpu=10", "--keep-futile")
     full, quick = _docs(policy, "idle")
     assert quick["estimated"] == ["HighNodeUtilization"] and quick["notEvaluated"] == []
