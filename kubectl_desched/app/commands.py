@@ -222,10 +222,21 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds())
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
-        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
+        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}{_elsewhere(loaded, pod_name)}')
     plan = _run(opts, policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
     return _show_explanation(plan, doc, explain_pod_text, opts)
+
+
+def _elsewhere(loaded: Loaded, pod_name: str) -> str:
+    """Where pods of that name are: the cluster was read whole, so the -n to give costs nothing to find."""
+    found = sorted({p.namespace for p in loaded.state.pods if p.name == pod_name})
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"; it is in namespace {found[0]}: -n {found[0]}"
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"; pods of that name are in namespaces {shown}: give -n NAMESPACE"
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
+from tests import builders as b
 
 DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
@@ -86,6 +87,23 @@ def test_demo_explain_pod_of_a_candidate_and_a_missing_pod() -> None:
     assert cp1 and "control-plane" in cp1[0]["reason"]
     missing = CliRunner().invoke(cli, ["explain", "pod", "-n", "shop", "nope", "--from-file", DEMO])
     assert missing.exit_code != 0 and str(missing.exception) == 'pod "nope" not found in namespace shop'
+
+
+def test_explain_pod_in_the_wrong_namespace_names_the_one_it_is_in() -> None:
+    wrong = CliRunner().invoke(cli, ["explain", "pod", "ledger-0", "--from-file", DEMO],
+                               env={"KUBECONFIG": "/nonexistent"})
+    assert wrong.exit_code == 1
+    assert str(wrong.exception) == 'pod "ledger-0" not found in namespace default; it is in namespace payments: ' \
+        "-n payments"
+
+
+def test_explain_pod_names_every_namespace_a_pod_of_that_name_is_in(tmp_path: Path) -> None:
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(json.dumps(b.cluster(b.node("n1"), b.pod("web-0", "n1", namespace="shop"),
+                                             b.pod("web-0", "n1", namespace="staging"))))
+    result = CliRunner().invoke(cli, ["explain", "pod", "web-0", "-n", "prod", "--from-file", str(snapshot)])
+    assert str(result.exception) == 'pod "web-0" not found in namespace prod; pods of that name are in ' \
+        "namespaces shop, staging: give -n NAMESPACE"
 
 
 def test_flags_with_a_policy_patch_keep_kubectls_namespace_scope() -> None:
