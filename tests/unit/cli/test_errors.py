@@ -48,7 +48,11 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
      "thresholds.cpu: 60 is greater than targetThresholds.cpu 50"),
     (["balance", *SNAP, "--thresholds", "cpu=120", "--target-thresholds", "cpu=150"], 2,
      "thresholds.cpu: must be between 0 and 100"),
-    (["balance", *SNAP, "--plugin", "NoSuchPlugin"], 2, "unknown plugin 'NoSuchPlugin'"),
+    (["balance", *SNAP, "--plugin", "NoSuchPlugin"], 2,
+     "unknown plugin 'NoSuchPlugin'; --plugin takes: HighNodeUtilization, LowNodeLoad, LowNodeUtilization, "
+     "RemoveDuplicates,"),
+    (["deschedule", *SNAP, "--plugin", "NoSuchPlugin"], 2,
+     "unknown plugin 'NoSuchPlugin'; --plugin takes: PodLifeTime"),
     (["balance", *SNAP, "--plugin", "DefaultEvictor"], 2, "--plugin DefaultEvictor"),
     (["balance", *SNAP, "--max-pods", "-1"], 2, "Invalid value for '--max-pods': must be from 0 to 2147483647"),
     (["balance", *SNAP, "--args", "LowNodeUtilization=[1]"], 2, "--args: expected PLUGIN={...}"),
