@@ -82,15 +82,23 @@ class _Progress:
             sys.stderr.flush()
 
 
+def refuse_acting_on_snapshot(opts: Options) -> None:
+    """--yes and --dry-run=server send requests: a snapshot has no API server to send them to."""
+    if opts.acting.dry_run == "server":
+        raise UsageError("--dry-run=server needs a cluster: the API server checks each eviction, and a snapshot "
+                         "(--from-file) has no server to ask; a snapshot run only plans, as --dry-run=client does")
+    if opts.acting.yes:
+        raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
+                         "run against the cluster to evict")
+
+
 def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
          all_pods: bool = False) -> Loaded:
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.access.from_files:
-        if opts.acting.yes or opts.acting.dry_run == "server":
-            raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
-                             "run against the cluster to evict")
+        refuse_acting_on_snapshot(opts)
         state = load_snapshot(opts.access.from_files)
         state.now = opts.access.now or state.now
         conn = None
