@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
+from kubectl_desched.errors import UsageError
 from tests import builders as b
 
 DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
@@ -183,3 +184,11 @@ def test_the_upstream_example_policy_runs_as_is() -> None:
     assert by_plugin == {"RemovePodsViolatingNodeTaints": {"worker-c1"},
                          "LowNodeUtilization": {"worker-a1", "worker-a2"}}
     assert not any(c["pod"].startswith("ledger-") for c in doc["candidates"])  # PodsWithPVC keeps the StatefulSet
+
+
+def test_a_node_selector_that_matches_no_node_names_the_values_the_nodes_have() -> None:
+    result = CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-A", "--node-selector",
+                                      "topology.kubernetes.io/zone=a"])
+    assert isinstance(result.exception, UsageError)  # exit code 2
+    assert str(result.exception) == "--node-selector topology.kubernetes.io/zone=a matches none of the 7 nodes " \
+        "(their topology.kubernetes.io/zone: eu-west-1a, eu-west-1b, eu-west-1c)"

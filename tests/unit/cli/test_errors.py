@@ -74,7 +74,12 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["balance", *SNAP, "--request-timeout", "5x"], 2, "invalid --request-timeout '5x'"),
     (["balance", *SNAP, "-l", "app in (web"], 2, "-l/--selector: invalid label selector term"),
     (["balance", *SNAP, "--node-selector", "a b"], 2, "--node-selector: invalid label selector term"),
-    (["balance", *SNAP, "--nodes", "n1,ghost"], 2, "--nodes: node ghost not found"),
+    (["balance", *SNAP, "--nodes", "n1,ghost"], 2, "--nodes: no node named ghost (the nodes: n1, n2)"),
+    (["balance", *SNAP, "--node-selector", "pool=a"], 2,
+     "--node-selector pool=a matches none of the 2 nodes (none has the label pool)"),
+    (["balance", *SNAP, "--nodes", "n2", "--node-selector", "kubernetes.io/hostname=n1"], 2,
+     "--node-selector kubernetes.io/hostname=n1 matches none of the 1 nodes --nodes names (their "
+     "kubernetes.io/hostname: n2)"),
     (["balance", *SNAP, "--thresholds", "cpu=120"], 2, "--thresholds: thresholds.cpu: must be between 0 and 100"),
     (["balance", *SNAP, "--min-replicas", "-2"], 2, "Invalid value for '--min-replicas': must be from 0 to"),
     (["balance", *SNAP, "--args", 'DefaultEvictor={"nodeFit": "yes"}'], 2,
