@@ -68,9 +68,10 @@ def _try(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan |
 
 
 def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan,
-           nodes: list[Node]) -> list[dict[str, Any]]:
+           nodes: list[Node], rounds: int = 1) -> list[dict[str, Any]]:
     """One entry per plugin that leaves nodes over its targets: which, and the smallest change that would help,
-    if any: more rounds of the same policy first, then nearby args (in as few rounds as they take)."""
+    if any: more rounds of the same policy first, then nearby args (in as few rounds as they take). rounds: those
+    the command runs from this plan on; a suggestion does not name them again."""
     out = []
     for plugin, left in sorted(over_after(plan, nodes).items()):
         limits = plan.targets[plugin]
@@ -87,8 +88,8 @@ def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan
                 budget -= r.plans
                 if not flags and r.rounds <= 1:
                     continue  # the policy as given, in one round: this plan
-                rounds = f"--rounds {r.rounds}" if r.rounds > 1 else ""
-                entry["tried"].append({"flags": " ".join(f for f in (flags, rounds) if f), "argsChanged": bool(flags),
+                more = f"--rounds {r.rounds}" if r.rounds > max(rounds, 1) else ""
+                entry["tried"].append({"flags": " ".join(f for f in (flags, more) if f), "argsChanged": bool(flags),
                                        "rounds": r.rounds, "moves": r.moves, "overAfter": r.left})
                 if not r.left:
                     break
@@ -118,9 +119,11 @@ def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
             left = "every node within its targets" if not s["overAfter"] else \
                 f"{_names(s['overAfter'])} over"
             within = f" in {s['rounds']} rounds" if s["rounds"] > 1 else ""
-            text += f": {s['flags']} would move {s['moves']} pod(s){within} and leave {left}"
+            what = s["flags"] or "the --rounds given"  # those given are enough: say so, not what to add
+            text += f": {what} would move {s['moves']} pod(s){within} and leave {left}"
         elif a["tried"]:
-            text += f": none of {', '.join(t['flags'] for t in a['tried'][:2])}... gets closer"
+            tried = ", ".join(t["flags"] or "the --rounds given" for t in a["tried"][:2])
+            text += f": none of {tried}... gets closer"
         lines.append(text)
         if a["keptFutile"]:
             lines.append(f"{a['keptFutile']} pod(s) {a['plugin']} picked were kept because their moves would change "

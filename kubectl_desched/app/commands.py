@@ -175,7 +175,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     structured = not is_text(opts.output)  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
         return _Round(0, len(plan.candidates), 0, measure, last=True, stopped=True)  # rounds stopped paying off
-    advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
+    advice = advise(policy, loaded.state, loaded.scope, plan, nodes, rounds=opts.acting.rounds - max(number, 1) + 1)
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))
