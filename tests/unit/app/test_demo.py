@@ -192,3 +192,8 @@ def test_a_node_selector_that_matches_no_node_names_the_values_the_nodes_have() 
     assert isinstance(result.exception, UsageError)  # exit code 2
     assert str(result.exception) == "--node-selector topology.kubernetes.io/zone=a matches none of the 7 nodes " \
         "(their topology.kubernetes.io/zone: eu-west-1a, eu-west-1b, eu-west-1c)"
+
+
+def test_the_demo_names_its_cluster_so_its_plans_can_be_applied_to_it() -> None:
+    identity = _run("balance")["identity"]
+    assert identity["source"] == "snapshot" and identity["kubeSystemUID"] == "35bed115-fdaa-4b71-9563-b2eca3a21c78"
