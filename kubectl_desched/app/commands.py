@@ -16,7 +16,7 @@ from kubectl_desched.app.landings import GONE
 from kubectl_desched.app.loading import Loaded, load
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
-from kubectl_desched.app.text import error, plan_text, warn
+from kubectl_desched.app.text import SNAPSHOT_ONLY, error, plan_text, warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.failures import PluginFailed
@@ -200,7 +200,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
         results, runner, landings = acted.results, acted.runner, acted.landings
         code = acted.code or code
     elif plan.candidates and mode == "snapshot" and not structured:
-        click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
+        click.echo(f"\n{SNAPSHOT_ONLY}")
     if structured:
         doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement, lazy=opts.output == "json")
         if runner is not None and results is not None:
