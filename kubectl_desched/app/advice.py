@@ -4,9 +4,14 @@ propose the smallest change that would get there."""
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from kubectl_desched.framework.args import encode_args
 from kubectl_desched.framework.placement import over_targets
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
@@ -48,14 +53,73 @@ def _with_args(policy: Policy, target: PluginUse, args: Any) -> Policy:
     return replace(policy, profiles=profiles)
 
 
-def _tries(policy: Policy, use: PluginUse) -> list[tuple[str, Policy]]:
-    """The policy as given (more rounds may be all it takes), then with each of the plugin's nearby args. None for a
-    plugin with no nearby args: it cannot say its goal can be tried in memory (actual usage, say)."""
+def _integral(value: Any) -> Any:
+    """30.0 written as 30, as a person writes a percentage in a policy."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def _policy_patch(use: PluginUse, args: Any, raw: dict[str, Any], patched: bool) -> str | None:
+    """Nearby args as the --policy-patch that makes them: beside --policy the plugin flags that nearby_args names are
+    refused. None when the policy file has no pluginConfig entry for the plugin to patch. patched: a --policy-patch
+    was given (raw is the patched policy), so the operations go after its own."""
+    m = re.fullmatch(r"profiles\[(\d+)\]\.pluginConfig\[(\d+)\]\.args", use.path)
+    if m is None:
+        return None
+    profile, entry = int(m.group(1)), int(m.group(2))
+    at = f"/profiles/{profile}/pluginConfig/{entry}/args"
+    before, after = encode_args(use.args), _integral(encode_args(args))
+    changed = {k: v for k, v in after.items() if before.get(k) != v}
+    if raw["profiles"][profile]["pluginConfig"][entry].get("args") is None:
+        ops = [{"op": "add", "path": at, "value": changed}]
+    else:  # add replaces a member that is there, and adds one that is not
+        ops = [{"op": "add", "path": f"{at}/{k}", "value": v} for k, v in changed.items()]
+    if patched:
+        return f"--policy-patch with {', '.join(map(json.dumps, ops))} after its operations"
+    return f"--policy-patch {shlex.quote(json.dumps(ops))}"
+
+
+def _tries(policy: Policy, use: PluginUse, scope: Scope, wide: Scope | None,
+           only_wide: bool) -> list[tuple[str, Policy, Scope]]:
+    """The policy as given (more rounds may be all it takes), then on every namespace (wide: -A's scope, when the
+    namespaces in scope leave pods on the nodes out), then with each of the plugin's nearby args, on every namespace
+    when only_wide (no pod of those in scope is on the nodes: no args can move one). None for a plugin with no nearby
+    args: it cannot say its goal can be tried in memory (actual usage, say)."""
     factory = use.spec.factory
     variants = factory.nearby_args(use.args) if isinstance(factory, type) and issubclass(factory, Plugin) else []
     if not variants:
         return []
-    return [("", policy), *((flags, _with_args(policy, use, args)) for flags, args in variants[:MAX_TRIES])]
+    out = [("", policy, scope)] + ([("-A", policy, wide)] if wide is not None else [])
+    for flags, args in variants[:MAX_TRIES]:
+        if policy.from_file:
+            flags = _policy_patch(use, args, policy.raw, policy.patched) or ""
+            if not flags:
+                continue
+        if wide is not None and only_wide:
+            out.append((f"-A {flags}", _with_args(policy, use, args), wide))
+        else:
+            out.append((flags, _with_args(policy, use, args), scope))
+    return out
+
+
+def _namespaces_on(scope: Scope, state: ClusterState, over: list[str]) -> tuple[Counter[str], int]:
+    """The pods on these nodes, by namespace, that -A would make candidates (those of the namespaces not in scope),
+    and how many of their pods are in scope now."""
+    outside: Counter[str] = Counter()
+    inside = 0
+    if scope.namespaces is None:
+        return outside, -1
+    for p in (p for n in over for p in state.pods_on_node(n) if not p.is_terminal):
+        if p.namespace in scope.namespaces:
+            inside += 1
+        elif p.namespace not in scope.excluded_namespaces:
+            outside[p.namespace] += 1
+    return outside, inside
 
 
 def _try(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan | None, nodes: list[Node],
@@ -69,37 +133,45 @@ def _try(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan |
 
 
 def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan,
-           nodes: list[Node]) -> list[dict[str, Any]]:
+           nodes: list[Node], rounds: int = 1) -> list[dict[str, Any]]:
     """One entry per plugin that leaves nodes over its targets: which, and the smallest change that would help,
-    if any: more rounds of the same policy first, then nearby args (in as few rounds as they take)."""
+    if any: more rounds of the same policy first, then every namespace, then nearby args (in as few rounds as they
+    take). rounds: those the command runs from this plan on; a suggestion does not name them again."""
     out = []
     for plugin, left in sorted(over_after(plan, nodes).items()):
         limits = plan.targets[plugin]
         entry: dict[str, Any] = {"plugin": plugin, "overAfter": left,
                                  "targets": {r: v for r, v in limits.items()}, "tried": [], "suggestion": None}
+        outside, inside = _namespaces_on(scope, state, left)
+        if outside:
+            entry["outsideScope"] = dict(outside.most_common())
+        wide = replace(scope, namespaces=None) if outside else None
         uses = [u for p in policy.profiles for u in (*p.balance, *p.deschedule) if u.spec.name == plugin]
-        tries = _tries(policy, uses[0]) if uses else []
+        tries = _tries(policy, uses[0], scope, wide, only_wide=not inside) if uses else []
         if tries and len(state.pods) <= TRY_LIMIT_PODS:
             budget = MAX_PLANS
-            for flags, trial in tries:
+            for flags, trial, where in tries:
                 if budget <= 0:
                     break
-                r = _try(trial, state, scope, plan if not flags else None, nodes, plugin, budget)
+                r = _try(trial, state, where, plan if not flags else None, nodes, plugin, budget)
                 budget -= r.plans
                 if not flags and r.rounds <= 1:
                     continue  # the policy as given, in one round: this plan
-                rounds = f"--rounds {r.rounds}" if r.rounds > 1 else ""
-                entry["tried"].append({"flags": " ".join(f for f in (flags, rounds) if f), "argsChanged": bool(flags),
+                more = f"--rounds {r.rounds}" if r.rounds > max(rounds, 1) else ""
+                entry["tried"].append({"flags": " ".join(f for f in (flags, more) if f),
+                                       "argsChanged": trial is not policy, "scopeChanged": where is not scope,
                                        "rounds": r.rounds, "moves": r.moves, "overAfter": r.left})
                 if not r.left:
                     break
             if entry["tried"]:
-                best = min(entry["tried"], key=lambda t: (len(t["overAfter"]), t["argsChanged"], t["rounds"],
-                                                          t["moves"]))
+                best = min(entry["tried"], key=lambda t: (len(t["overAfter"]), t["argsChanged"] or t["scopeChanged"],
+                                                          t["rounds"], t["moves"]))
                 if len(best["overAfter"]) < len(left) and best["moves"]:
                     entry["suggestion"] = best
-        elif tries:
-            entry["suggestion"] = {"flags": tries[1][0], "argsChanged": True, "rounds": None, "moves": None,
+        elif tries[1:]:
+            flags, trial, where = tries[1]
+            entry["suggestion"] = {"flags": flags, "argsChanged": trial is not policy,
+                                   "scopeChanged": where is not scope, "rounds": None, "moves": None,
                                    "overAfter": None}
         entry["keptFutile"] = sum(1 for _p, name, _w in plan.kept_futile.values() if name == plugin)
         out.append(entry)
@@ -139,15 +211,21 @@ def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
         text = f"{_names(a['overAfter'])} stay{'s' if len(a['overAfter']) == 1 else ''} over {a['plugin']}'s " \
                f"targets ({targets}) after this plan"
         s = a["suggestion"]
+        outside = a.get("outsideScope") if s is not None and s["scopeChanged"] else None  # why -A, when it is
+        if outside:
+            by = ", ".join(f"{ns} {n}" for ns, n in list(outside.items())[:4]) + (", ..." if len(outside) > 4 else "")
+            text += f": {sum(outside.values())} of their pods are in other namespaces ({by})"
         if s is not None and s["moves"] is None:
             text += f"; {s['flags']} may help (not tried: a large cluster)"
         elif s is not None:
             left = "every node within its targets" if not s["overAfter"] else \
                 f"{_names(s['overAfter'])} over"
             within = f" in {s['rounds']} rounds" if s["rounds"] > 1 else ""
-            text += f": {s['flags']} would move {s['moves']} pod(s){within} and leave {left}"
+            what = s["flags"] or "the --rounds given"  # those given are enough: say so, not what to add
+            text += f"{';' if outside else ':'} {what} would move {s['moves']} pod(s){within} and leave {left}"
         elif a["tried"]:
-            text += f": none of {', '.join(t['flags'] for t in a['tried'][:2])}... gets closer"
+            tried = ", ".join(t["flags"] or "the --rounds given" for t in a["tried"][:2])
+            text += f": none of {tried}... gets closer"
         lines.append(text)
         if a["keptFutile"]:
             lines.append(f"{a['keptFutile']} pod(s) {a['plugin']} picked were kept because their moves would change "

@@ -3,14 +3,14 @@ checked against the cluster as it is now before anything is asked: the same clus
 older than --max-age, each candidate still there with the same UID, on the same node, not terminating, and the
 PodDisruptionBudgets, the eviction limits and the placement estimate worked out again on today's state. What no
 longer holds is listed and left out (--strict refuses the whole plan); the rest is confirmed, evicted, awaited and
-recorded as balance does."""
+recorded as balance does. Against a snapshot of the cluster (--from-file) the same checks run and nothing is evicted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -20,9 +20,9 @@ from kubectl_desched.app.commands import recorded
 from kubectl_desched.app.documents import describe_run, emit
 from kubectl_desched.app.evicting import act
 from kubectl_desched.app.options import Options, ScopeOptions
-from kubectl_desched.app.plan_identity import read_cluster_uid
+from kubectl_desched.app.plan_identity import read_cluster_uid, snapshot_uid
 from kubectl_desched.app.scope import resolve_scope
-from kubectl_desched.app.text import warn
+from kubectl_desched.app.text import SNAPSHOT_ONLY, warn
 from kubectl_desched.errors import DeschedError, StaleError, UsageError
 from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import EvictionPlan, Limits
@@ -44,6 +44,9 @@ from kubectl_desched.ui.plan_view import (
     plan_summary,
 )
 from kubectl_desched.ui.report import Report
+
+if TYPE_CHECKING:
+    from kubectl_desched.kube.config import Connection
 
 API_VERSION, KIND = "kubectl-desched/v1", "Plan"
 DEFAULT_MAX_AGE = 3600.0
@@ -226,24 +229,59 @@ def apply_plan(opts: Options, path: str, *, max_age: float, strict: bool, reloca
     return recorded(report, lambda: _apply(opts, plan, max_age, strict, relocates, report))
 
 
+def _made_from(planned: PlanFile) -> str:
+    """The --from-file a snapshot plan was made with, as its arguments say (FILE if they do not)."""
+    args = [a for a in planned.identity.get("arguments") or () if isinstance(a, str)]
+    for i, a in enumerate(args):
+        if a.startswith("--from-file="):
+            return a.split("=", 1)[1]
+        if a == "--from-file" and i + 1 < len(args):
+            return args[i + 1]
+    return "FILE"
+
+
+def _connect(opts: Options, planned: PlanFile) -> Connection:
+    """The cluster; where there is none to reach and the plan came from a snapshot, the way to check it there."""
+    try:
+        return loading.connect(opts.access.kube())
+    except UsageError as e:
+        if planned.identity.get("source") != "snapshot":
+            raise
+        raise UsageError(f"{e}; the plan was made from a snapshot: --from-file {_made_from(planned)} checks it "
+                         "against that snapshot") from None
+
+
+def _read(opts: Options, planned: PlanFile, kinds: set[str]) -> loading.Loaded:
+    """The state the plan is checked against, once it is known to be the plan's cluster: read live, or a snapshot
+    of it (a dry run: nothing can be evicted from a file, and --yes and --dry-run=server are refused). `kinds`:
+    what the plan's --surge checks read."""
+    if opts.access.from_files:
+        loaded = loading.load(opts, policy_given=True, kinds=kinds)
+        uid = snapshot_uid(loaded)
+        if uid is None:
+            raise DeschedError(f"{loaded.state.source}: no kube-system Namespace, so which cluster it is cannot be "
+                               "told (kubectl get ns,nodes,pods,pdb -A -o yaml holds it): refused")
+        check_cluster(planned, uid, loaded.state.source)
+        return loaded
+    conn = _connect(opts, planned)
+    check_cluster(planned, read_cluster_uid(conn), conn.server)
+    scope, scope_text = resolve_scope(opts, policy_given=True)
+    return loading.Loaded(loading.read_cluster(conn, warn=warn, kinds=kinds), conn, scope, scope_text)
+
+
 def _apply(opts: Options, planned: PlanFile, max_age: float, strict: bool, relocates: Callable[[str], bool],
            report: Report | None) -> int:
-    if opts.access.from_files:
-        raise UsageError("apply acts on a cluster: --from-file does not apply (a plan made from a snapshot is applied "
-                         "to the live cluster it came from)")
     if report:
         report.doc["plan"] = {"file": planned.name, "identity": planned.identity,
                               "candidates": len(planned.candidates)}
-    conn = loading.connect(opts.access.kube())
-    check_cluster(planned, read_cluster_uid(conn), conn.server)
-    check_age(planned, max_age)
     opts = replace(opts, scope=ScopeOptions(all_namespaces=True))  # the plan names its pods; they may be anywhere
-    scope, scope_text = resolve_scope(opts, policy_given=True)
     limits = plan_limits(planned.doc)
-    state = loading.read_cluster(conn, warn=warn, kinds=set(SURGE_KINDS) if limits.surge else set())
-    loaded = loading.Loaded(state, conn, scope, scope_text)
+    loaded = _read(opts, planned, set(SURGE_KINDS) if limits.surge else set())
+    check_age(planned, max_age)
+    conn, state = loaded.conn, loaded.state
     plan, left_out = recheck(planned.candidates, state, limits, relocates, plan_emptying(planned.doc))
-    mode = {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.acting.dry_run, "evict")
+    mode = "snapshot" if conn is None else \
+        {"client": "dry-run=client", "server": "dry-run=server"}.get(opts.acting.dry_run, "evict")
     policy = Policy("Plan", planned.name, [], limits, None, {})
     nodes = list(state.nodes.values())
     placement = plan.placement if plan.candidates else None
@@ -263,6 +301,7 @@ def _apply(opts: Options, planned: PlanFile, max_age: float, strict: bool, reloc
     code = errors.STALE if left_out else errors.DONE
     acted = None
     if plan.candidates and mode in ("evict", "dry-run=server"):
+        assert conn is not None
         acted = act(opts, conn, mode, policy, plan, placement, nodes, report, structured=structured, paint=paint)
         code = acted.code or code
         if report and report.doc["summary"]:
@@ -282,6 +321,8 @@ def _apply(opts: Options, planned: PlanFile, max_age: float, strict: bool, reloc
         emit(doc, opts.output, opts.view)
     if acted is not None and acted.refused is not None:
         click.echo(acted.refused, err=True)
+    if plan.candidates and mode == "snapshot" and not structured:
+        click.echo(f"\n{SNAPSHOT_ONLY}")
     return code
 
 

@@ -16,7 +16,7 @@ from kubectl_desched.app.landings import GONE
 from kubectl_desched.app.loading import Loaded, load
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
-from kubectl_desched.app.text import error, plan_text, warn
+from kubectl_desched.app.text import SNAPSHOT_ONLY, error, plan_text, warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.failures import PluginFailed
@@ -180,7 +180,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
     structured = not is_text(opts.output)  # one document on stdout (json, yaml, name, jsonpath, ...)
     if number > 1 and previous is not None and plan.candidates and not _improved(previous, measure):
         return _Round(0, len(plan.candidates), 0, measure, last=True, stopped=True)  # rounds stopped paying off
-    advice = advise(policy, loaded.state, loaded.scope, plan, nodes)
+    advice = advise(policy, loaded.state, loaded.scope, plan, nodes, rounds=opts.acting.rounds - max(number, 1) + 1)
     if not structured:
         if number:
             click.echo(paint(f"Round {number}", None, bold=True))
@@ -205,7 +205,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
         results, runner, landings = acted.results, acted.runner, acted.landings
         code = acted.code or code
     elif plan.candidates and mode == "snapshot" and not structured:
-        click.echo("\nThe state comes from a file: nothing can be evicted. Run against the cluster to evict.")
+        click.echo(f"\n{SNAPSHOT_ONLY}")
     if structured:
         doc = document(plan, nodes, plan_meta(policy, loaded, mode), results, placement, lazy=opts.output == "json")
         if runner is not None and results is not None:
@@ -228,10 +228,21 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds() | SURGE_KINDS)
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
-        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}')
+        raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}{_elsewhere(loaded, pod_name)}')
     plan = _run(opts, policy, loaded.state, loaded.scope)
     doc = explain_pod_doc(plan, pod, list(dict.fromkeys(policy.plugin_names())))
     return _show_explanation(plan, doc, explain_pod_text, opts)
+
+
+def _elsewhere(loaded: Loaded, pod_name: str) -> str:
+    """Where pods of that name are: the cluster was read whole, so the -n to give costs nothing to find."""
+    found = sorted({p.namespace for p in loaded.state.pods if p.name == pod_name})
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"; it is in namespace {found[0]}: -n {found[0]}"
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"; pods of that name are in namespaces {shown}: give -n NAMESPACE"
 
 
 def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = False) -> int:

@@ -12,6 +12,7 @@ from kubectl_desched.app.text import warn
 from kubectl_desched.errors import DeschedError, UsageError
 from kubectl_desched.framework.runner import Scope
 from kubectl_desched.kube.snapshot import load_snapshot
+from kubectl_desched.model.label_selectors import selector_keys
 from kubectl_desched.model.metrics import SNAPSHOT_HINTS
 from kubectl_desched.model.state import ClusterState
 
@@ -82,15 +83,23 @@ class _Progress:
             sys.stderr.flush()
 
 
+def refuse_acting_on_snapshot(opts: Options) -> None:
+    """--yes and --dry-run=server send requests: a snapshot has no API server to send them to."""
+    if opts.acting.dry_run == "server":
+        raise UsageError("--dry-run=server needs a cluster: the API server checks each eviction, and a snapshot "
+                         "(--from-file) has no server to ask; a snapshot run only plans, as --dry-run=client does")
+    if opts.acting.yes:
+        raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
+                         "run against the cluster to evict")
+
+
 def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
          all_pods: bool = False) -> Loaded:
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.access.from_files:
-        if opts.acting.yes or opts.acting.dry_run == "server":
-            raise UsageError("cannot evict from a snapshot: the cluster state comes from --from-file; "
-                             "run against the cluster to evict")
+        refuse_acting_on_snapshot(opts)
         state = load_snapshot(opts.access.from_files)
         state.now = opts.access.now or state.now
         conn = None
@@ -119,8 +128,28 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
         finally:
             progress.done()
         match_fields(conn, scope)
+    check_nodes(scope, opts.scope.node_selector, state)
+    return Loaded(state, conn, scope, text)
+
+
+def _few(names: list[str], most: int = 5) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def check_nodes(scope: Scope, node_selector: str | None, state: ClusterState) -> None:
+    """--nodes naming nodes that do not exist, or a --node-selector that matches none: a plan of no node would
+    only say that no node is under- or over-utilized. Say instead what the nodes are called, or labelled."""
     if scope.node_names:
         missing = sorted(scope.node_names - set(state.nodes))
         if missing:
-            raise UsageError(f"--nodes: node {', '.join(missing)} not found")
-    return Loaded(state, conn, scope, text)
+            raise UsageError(f"--nodes: no node named {', '.join(missing)} (the nodes: {_few(sorted(state.nodes))})")
+    if scope.node_selector is None or any(scope.node_ok(n) for n in state.nodes.values()):
+        return
+    among = [n for n in state.nodes.values() if scope.node_names is None or n.name in scope.node_names]
+    have = []
+    for key in selector_keys(node_selector or ""):
+        values = sorted({n.labels[key] for n in among if key in n.labels})
+        have.append(f"their {key}: {_few(values)}" if values else f"none has the label {key}")
+    which = " --nodes names" if scope.node_names else ""
+    raise UsageError(f"--node-selector {node_selector} matches none of the {len(among)} nodes{which} "
+                     f"({'; '.join(have)})")

@@ -31,4 +31,6 @@ def load_policy(path: str, registry: Registry, patch: str | None = None) -> Poli
     raw = read_policy_file(path)
     if patch:
         raw = apply_patch(raw, patch_text(patch))
-    return decode_policy(raw, registry, path)
+    policy = decode_policy(raw, registry, path)
+    policy.patched = bool(patch)
+    return policy

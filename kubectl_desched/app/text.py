@@ -16,6 +16,8 @@ from kubectl_desched.term.color import Painter
 from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
 from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 
+SNAPSHOT_ONLY = "The state comes from a file: nothing can be evicted. Run against the cluster to evict."
+
 
 def warn(message: str) -> None:
     click.echo(f"warning: {one_line(message, LINE_LIMIT)}", err=True)

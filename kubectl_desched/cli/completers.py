@@ -94,11 +94,13 @@ def _kubeconfig_names(section: str) -> Callable[[click.Context, click.Parameter,
 contexts, clusters, users = (_kubeconfig_names(s) for s in ("contexts", "clusters", "users"))
 
 
-def plugin_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def plugin_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """What this command's --plugin runs: balance and deschedule their own point's plugins, explain either."""
     from kubectl_desched.plugins import full_registry
 
+    points = {ctx.command.name} & {"balance", "deschedule"} or {"balance", "deschedule"}
     return [CompletionItem(s.name) for s in sorted(full_registry(), key=lambda s: s.name)
-            if s.name.startswith(incomplete)]
+            if s.name.startswith(incomplete) and points & set(s.points)]
 
 
 def output_formats(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:

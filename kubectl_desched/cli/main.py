@@ -93,7 +93,9 @@ def run_policy(access: ClusterAccess, scope: ScopeOptions, flags: PluginFlags, a
     ("Review a plan, then apply exactly it", "kubectl desched balance -A -o json > plan.json\n"
                                             "kubectl desched apply -f plan.json"),
     ("In a pipeline: refuse the whole plan if any pod changed since", "kubectl desched apply -f plan.json --yes "
-                                                                      "--strict --report applied.json")])
+                                                                      "--strict --report applied.json"),
+    ("Check a snapshot's plan against the snapshot (nothing is evicted)",
+     "kubectl desched apply -f plan.json --from-file examples/demo-cluster.yaml")])
 @click.option("-f", "--filename", "plan_file", required=True, metavar="PLAN", shell_complete=completers.files,
               help="The plan document (balance, deschedule or run with -o json or -o yaml); - for stdin.")
 @click.option("--max-age", default="1h", show_default=True, metavar="DURATION",

@@ -227,6 +227,11 @@ def build_policy(registry: Registry, flags: PluginFlags, point: str, default: li
             raise UsageError(f"--args {name}: the plugin is not enabled (add --plugin {name})")
     plugins = []
     for name in names:
+        if name not in registry and not registry.is_broken(name):
+            # Only what this command's --plugin runs: the filters and the other command's plugins are refused.
+            points = (point,) if only_point else ("deschedule", "balance")
+            raise UsageError(f"unknown plugin {name!r}; --plugin takes: "
+                             f"{', '.join(s.name for s in registry if set(points) & set(s.points))}")
         spec = registry.get(name)
         use = point if point in spec.points else next((p for p in ("deschedule", "balance") if p in spec.points), None)
         if use is None:

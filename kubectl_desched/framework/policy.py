@@ -41,6 +41,7 @@ class Policy:
     warnings: list[str] = field(default_factory=list)
     evict_plugins: list[str] = field(default_factory=list)
     from_file: bool = True  # False when flags describe it: then kubectl's default namespace scope applies
+    patched: bool = False  # by --policy-patch (a second one would replace it, not add to it)
 
     def required_kinds(self) -> set[str]:
         """Objects beyond nodes, pods and PDBs that the configured plugins need."""

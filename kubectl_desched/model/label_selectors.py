@@ -84,6 +84,17 @@ def parse_selector(text: str | None) -> Matcher:
     return _all_of(requirements)
 
 
+def selector_keys(text: str) -> list[str]:
+    """The label keys a string selector (one parse_selector accepts) names, in order, each once."""
+    keys: list[str] = []
+    for term in _split_terms(text):
+        m = _EQ_EXPR.match(term) or _SET_EXPR.match(term)
+        key = m.group(1) if m and m.re is _EQ_EXPR else m.group(2) if m else None
+        if key and key not in keys:
+            keys.append(key)
+    return keys
+
+
 def _set_requirement(key: str, operator: str, values: frozenset[str]) -> Matcher:
     if operator == "In":
         return lambda lb: lb.get(key) in values

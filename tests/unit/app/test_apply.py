@@ -370,3 +370,62 @@ def test_report_refuses_a_file_that_is_not_a_report(monkeypatch: pytest.MonkeyPa
     bad.write_text('{"kind": "Plan", "apiVersion": "kubectl-desched/v1"}')
     code, _out, err = run_cli(monkeypatch, capsys, "report", str(bad))
     assert (code, err) == (2, f"error: {bad}: not a kubectl-desched/v1 Report (what --report FILE writes)\n")
+
+
+# ---------------------------------------------------------------- against a snapshot
+
+DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml"
+
+
+def test_a_newcomer_tries_plan_apply_and_report_on_the_demo_snapshot(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The demo holds the kube-system Namespace, so its plan names the cluster, and apply checks the plan against
+    the snapshot as it would against the cluster, then says that nothing can be evicted from a file."""
+    b.isolate_from_the_user(tmp_path, monkeypatch)
+    code, out, err = run_cli(monkeypatch, capsys, "balance", "--from-file", str(DEMO), "-A", "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["identity"]["kubeSystemUID"]
+    (tmp_path / "plan.json").write_text(out)
+    # no cluster to reach: the error says how to check it against the snapshot instead
+    code, _out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json")
+    assert code == 2 and err.endswith(f"; the plan was made from a snapshot: --from-file {DEMO} checks it against "
+                                      "that snapshot\n")
+    code, out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json", "--from-file", str(DEMO),
+                             "--report", "applied.json", "--no-pager")
+    assert (code, err) == (0, "")
+    assert "Checked: 5 planned, 5 still hold, 0 left out" in out
+    assert out.rstrip().endswith("\nThe state comes from a file: nothing can be evicted. Run against the cluster to "
+                                 "evict.")
+    code, out, err = run_cli(monkeypatch, capsys, "report", "applied.json")
+    assert code == 0, err
+    assert "Mode:     snapshot" in out and out.count("mode snapshot: nothing is sent") == 5
+    # what cannot be done with a file is refused in one line, as balance refuses it
+    for acting in ("--yes", "--dry-run=server"):
+        code, _out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json", "--from-file", str(DEMO), acting)
+        assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_a_plan_checked_against_a_snapshot_must_be_its_clusters(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    b.isolate_from_the_user(tmp_path, monkeypatch)
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system", "uid": "ks-uid-1"}}
+    objs = [b.node("n1", taints=[b.taint("maintenance", "soon")]), b.node("n2"),
+            b.pod("web-0", "n1", uid="uid-web-0", owner_name="web-rs")]
+    (tmp_path / "snap.json").write_text(json.dumps(b.cluster(*objs, ns)))
+    code, out, err = run_cli(monkeypatch, capsys, *TAINTS, "--from-file", "snap.json", "-o", "json")
+    assert code == 0, err
+    (tmp_path / "plan.json").write_text(out)
+    # the pod was replaced since: left out, exit 4 (stale)
+    objs[2]["metadata"]["uid"] = "uid-web-0-b"
+    (tmp_path / "later.json").write_text(json.dumps(b.cluster(*objs, ns)))
+    code, _out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json", "--from-file", "later.json")
+    assert code == 4 and err.startswith("stale: default/web-0: replaced")
+    # another cluster's snapshot, and one that cannot say which cluster it is
+    (tmp_path / "other.json").write_text(json.dumps(b.cluster(*objs, {**ns, "metadata": {**ns["metadata"],
+                                                                                          "uid": "ks-uid-2"}})))
+    code, _out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json", "--from-file", "other.json")
+    assert code == 1 and "the plan was made on another cluster (a snapshot, kube-system UID ks-uid-1)" in err
+    (tmp_path / "anonymous.json").write_text(json.dumps(b.cluster(*objs)))
+    code, _out, err = run_cli(monkeypatch, capsys, "apply", "-f", "plan.json", "--from-file", "anonymous.json")
+    assert (code, err) == (1, "error: file anonymous.json: no kube-system Namespace, so which cluster it is cannot be "
+                              "told (kubectl get ns,nodes,pods,pdb -A -o yaml holds it): refused\n")

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from kubectl_desched.cli.main import cli
 from kubectl_desched.errors import UsageError
+from tests import builders as b
 
 DEMO = str(Path(__file__).resolve().parents[3] / "examples" / "demo-cluster.yaml")
 
@@ -89,6 +90,23 @@ def test_demo_explain_pod_of_a_candidate_and_a_missing_pod() -> None:
     assert cp1 and "control-plane" in cp1[0]["reason"]
     missing = CliRunner().invoke(cli, ["explain", "pod", "-n", "shop", "nope", "--from-file", DEMO])
     assert missing.exit_code != 0 and str(missing.exception) == 'pod "nope" not found in namespace shop'
+
+
+def test_explain_pod_in_the_wrong_namespace_names_the_one_it_is_in() -> None:
+    wrong = CliRunner().invoke(cli, ["explain", "pod", "ledger-0", "--from-file", DEMO],
+                               env={"KUBECONFIG": "/nonexistent"})
+    assert wrong.exit_code == 1
+    assert str(wrong.exception) == 'pod "ledger-0" not found in namespace default; it is in namespace payments: ' \
+        "-n payments"
+
+
+def test_explain_pod_names_every_namespace_a_pod_of_that_name_is_in(tmp_path: Path) -> None:
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(json.dumps(b.cluster(b.node("n1"), b.pod("web-0", "n1", namespace="shop"),
+                                             b.pod("web-0", "n1", namespace="staging"))))
+    result = CliRunner().invoke(cli, ["explain", "pod", "web-0", "-n", "prod", "--from-file", str(snapshot)])
+    assert str(result.exception) == 'pod "web-0" not found in namespace prod; pods of that name are in ' \
+        "namespaces shop, staging: give -n NAMESPACE"
 
 
 def test_flags_with_a_policy_patch_keep_kubectls_namespace_scope() -> None:
@@ -223,3 +241,16 @@ def test_the_demo_files_are_what_their_script_makes() -> None:
     for line in made.stderr.splitlines()[1:]:
         name, cpu, memory, pods = line.split()[:4]
         assert [f"{now[name][r]:.2f}" for r in ("cpu", "memory", "pods")] == [cpu, memory, pods], name
+
+
+def test_a_node_selector_that_matches_no_node_names_the_values_the_nodes_have() -> None:
+    result = CliRunner().invoke(cli, ["balance", "--from-file", DEMO, "-A", "--node-selector",
+                                      "topology.kubernetes.io/zone=a"])
+    assert isinstance(result.exception, UsageError)  # exit code 2
+    assert str(result.exception) == "--node-selector topology.kubernetes.io/zone=a matches none of the 7 nodes " \
+        "(their topology.kubernetes.io/zone: eu-west-1a, eu-west-1b, eu-west-1c)"
+
+
+def test_the_demo_names_its_cluster_so_its_plans_can_be_applied_to_it() -> None:
+    identity = _run("balance")["identity"]
+    assert identity["source"] == "snapshot" and identity["kubeSystemUID"] == "35bed115-fdaa-4b71-9563-b2eca3a21c78"

@@ -78,3 +78,14 @@ def test_listed_names_reads_the_name_column_or_the_items() -> None:
     no_format = {"kind": "Table", "columnDefinitions": [{"name": "Name"}], "rows": [{"cells": ["x", "1"]}]}
     assert completers.listed_names(no_format) == ["x"]  # the first column, as kubectl prints it
     assert completers.listed_names({"kind": "Table"}) == completers.listed_names({}) == []
+
+
+def test_plugin_names_are_those_the_commands_plugin_runs(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    def offered(*words: str) -> list[str]:
+        return [w.split("\t")[0] for w in complete(monkeypatch, capsys, lambda *_: b"", *words)[0]]
+
+    balance, explain = offered("balance", "--plugin", ""), offered("explain", "pod", "--plugin", "")
+    assert "LowNodeUtilization" in balance and "PodLifeTime" not in balance
+    assert {"LowNodeUtilization", "PodLifeTime"} <= set(explain)
+    assert not {"DefaultEvictor", "MigrationController"} & {*balance, *explain}  # --plugin refuses them

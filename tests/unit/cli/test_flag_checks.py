@@ -216,7 +216,7 @@ def test_explain_runs_plugins_of_either_point(untouched: list[str]) -> None:
     ["-n", " shop , default "],  # spaces around names, as before
     ["-l", "app in (),app=,!gone,example.com/tier notin (a,,b)"],  # what the API server accepts
     ["-l", "  "],  # blank: everything, as in Kubernetes
-    ["--node-selector", f"{'p' * 253}/{'k' * 63}={'v' * 63}"],
+    ["--node-selector", f"{'p' * 253}/{'k' * 63}!={'v' * 63}"],  # != : it must match a node (a node without it)
     ["--grace-period", "-1", "--max-in-flight", "1000", "--max-pods", str(INT32_MAX)],
     ["--interval", "87600h", "--timeout", "0", "--request-timeout", "315360000"],
     ["--min-pod-age", "1.5h", "--priority-threshold", str(-INT32_MAX - 1)],

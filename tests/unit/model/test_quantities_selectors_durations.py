@@ -8,7 +8,7 @@ import pytest
 
 from kubectl_desched.errors import UsageError
 from kubectl_desched.model.durations import parse_duration
-from kubectl_desched.model.label_selectors import label_selector, parse_selector
+from kubectl_desched.model.label_selectors import label_selector, parse_selector, selector_keys
 from kubectl_desched.model.quantity import format_resource, parse_quantity, resource_value
 
 # --- quantities -------------------------------------------------------------------------------------------------
@@ -115,6 +115,11 @@ def test_format_resource(name: str, value: float, expected: str) -> None:
 )
 def test_parse_selector(selector: str, labels: dict[str, str], matches: bool) -> None:
     assert parse_selector(selector)(labels) is matches
+
+
+def test_selector_keys_in_every_form_each_once() -> None:
+    assert selector_keys("zone=a,tier!=db,env in (x,y),!gpu,pool,zone==b") == ["zone", "tier", "env", "gpu", "pool"]
+    assert selector_keys("") == []
 
 
 def test_parse_selector_none_matches_everything() -> None:
