@@ -17,6 +17,7 @@ from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy import PluginUse, Policy
 from kubectl_desched.framework.rehearsal import REHEARSE_LIMIT_PODS, Rehearsal, rehearse
 from kubectl_desched.framework.runner import Scope, run
+from kubectl_desched.framework.surge import SURGE_KINDS
 from kubectl_desched.framework.types import Plugin
 from kubectl_desched.model.objects import Node
 from kubectl_desched.model.quantity import fmt_pct
@@ -196,8 +197,13 @@ def _first_steps(policy: Policy, state: ClusterState, scope: Scope, plan: Evicti
             out.append(entry)
     guarded = [p for p, _name, _w in plan.kept_by_pdb.values() if p.controller and p.controller.kind == "ReplicaSet"]
     if guarded and not policy.limits.surge:
-        out.append({"plugin": plan.kept_by_pdb[id(guarded[0])][1], "step": "--surge", "keptByPDB": len(guarded),
-                    "example": guarded[0].key})
+        entry = {"plugin": plan.kept_by_pdb[id(guarded[0])][1], "step": "--surge", "keptByPDB": len(guarded),
+                 "example": guarded[0].key, "moves": None}
+        if SURGE_KINDS - {"HorizontalPodAutoscaler"} <= state.extra.keys() and len(state.pods) <= TRY_LIMIT_PODS:
+            tried = run(replace(policy, limits=replace(policy.limits, surge=True)), state, scope)  # a snapshot's
+            entry["moves"] = sum(1 for c in tried.candidates if c.method == "surge")
+        if entry["moves"] != 0:
+            out.append(entry)
     return out
 
 
@@ -242,6 +248,10 @@ def _first_step_line(a: dict[str, Any]) -> str:
             return text + ": --cordon cordons those nodes first and may help (not tried: a large cluster)"
         emptied = f" and leave {len(a['emptied'])} node(s) empty ({_names(a['emptied'])})" if a["emptied"] else ""
         return text + f": --cordon cordons them first and would move {a['moves']} pod(s){emptied}"
-    return (f"{a['keptByPDB']} ReplicaSet pod(s) were kept because a PodDisruptionBudget would refuse them: --surge "
-            "may move a Deployment's pods replacement first, its ready count never below the start "
-            f"(explain pod {a['example'].split('/')[1]} -n {a['example'].split('/')[0]} --surge says whether)")
+    namespace, name = a["example"].split("/")
+    text = f"{a['keptByPDB']} ReplicaSet pod(s) were kept because a PodDisruptionBudget would refuse them: "
+    if a["moves"] is not None:
+        return text + (f"--surge would move {a['moves']} pod(s) replacement first, scaling each Deployment up by one "
+                       "until the new pod is Ready, so no ready count drops")
+    return text + ("--surge may move a Deployment's pods replacement first, no ready count dropping "
+                   f"(explain pod {name} -n {namespace} says whether)")

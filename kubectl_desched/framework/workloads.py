@@ -35,7 +35,8 @@ def warn_whole_workloads(plan: EvictionPlan, state: ClusterState) -> None:
         if w not in guarded and state.pdbs_for(p):
             guarded.add(w)
     for w, cands in planned.items():
-        lost = sum(is_ready(c.pod) for c in cands)
+        # a surge's pod goes only once its replacement is Ready: it takes nothing away
+        lost = sum(is_ready(c.pod) for c in cands if c.method != "surge")
         if w in guarded or not ready[w] or lost * 2 <= ready[w]:
             continue
         text = (f"{w[1]} {w[0]}/{w[2]} would lose {lost} of its {ready[w]} ready pods and no PodDisruptionBudget "

@@ -21,6 +21,11 @@ DEMO = str(EXAMPLES / "demo-cluster.yaml")
 WIDER = "--thresholds cpu=30,memory=30,pods=30"
 
 
+def _on_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The advice on plugins' targets, without the first-step entries (--cordon, --surge) the demo also gets."""
+    return [a for a in doc["advice"] if "step" not in a]
+
+
 @pytest.fixture(autouse=True)
 def no_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))  # the default namespace of a snapshot: default
@@ -42,7 +47,7 @@ def test_forgetting_all_namespaces_is_named_with_what_the_other_namespaces_hold(
     args = ("balance", "--from-file", DEMO)
     doc = _plan(*args)
     assert doc["candidates"] == []
-    (advice,) = doc["advice"]
+    (advice,) = _on_targets(doc)
     assert advice["outsideScope"] == {"shop": 7, "kube-system": 4, "payments": 4, "monitoring": 3, "batch": 2}
     s = advice["suggestion"]
     assert s["flags"] == f"-A {WIDER} --rounds 2" and s["scopeChanged"] and s["overAfter"] == []
@@ -50,7 +55,7 @@ def test_forgetting_all_namespaces_is_named_with_what_the_other_namespaces_hold(
            f"monitoring 3, ...); -A {WIDER} --rounds 2 would move 6 pod(s) in 2 rounds and leave every node " \
            "within its targets" in _text(*args)
     # as written, the suggestion is a command whose own advice says the rounds given get there
-    (again,) = _plan(*args, *s["flags"].split())["advice"]
+    (again,) = _on_targets(_plan(*args, *s["flags"].split()))
     assert "outsideScope" not in again and again["suggestion"]["flags"] == ""
 
 
@@ -60,7 +65,7 @@ def test_the_rounds_given_are_not_suggested_again(tmp_path: Path) -> None:
     args = ("balance", "--from-file", str(snapshot), "-A", "--thresholds", "cpu=20", "--target-thresholds",
             "cpu=50")
     assert _plan(*args)["advice"][0]["suggestion"]["flags"] == "--rounds 2"
-    (given,) = _plan(*args, "--rounds", "2")["advice"]
+    (given,) = _on_targets(_plan(*args, "--rounds", "2"))
     assert {k: given["suggestion"][k] for k in ("flags", "rounds", "moves", "overAfter")} == \
         {"flags": "", "rounds": 2, "moves": 2, "overAfter": []}
     assert "hot stays over LowNodeUtilization's targets (cpu 50%) after this plan: the --rounds given would move " \
@@ -84,13 +89,13 @@ def test_under_a_policy_the_advice_is_a_policy_patch_the_command_accepts(tmp_pat
     policy = tmp_path / "policy.yaml"
     policy.write_text(yaml.safe_dump(POLICY))
     args = ("run", "--policy", str(policy), "--from-file", DEMO)
-    (advice,) = _plan(*args)["advice"]
+    (advice,) = _on_targets(_plan(*args))
     s = advice["suggestion"]
     ops = [{"op": "add", "path": "/profiles/0/pluginConfig/1/args/thresholds",
             "value": {"cpu": 30, "memory": 30, "pods": 30}}]
     assert s["flags"] == f"--policy-patch '{json.dumps(ops)}' --rounds 2" and s["overAfter"] == []
     assert not any(t["flags"].startswith("--thresholds") for t in advice["tried"])
-    (again,) = _plan(*args, *shlex.split(s["flags"]))["advice"]  # accepted beside --policy, and gets there
+    (again,) = _on_targets(_plan(*args, *shlex.split(s["flags"])))  # accepted beside --policy, and gets there
     assert again["suggestion"]["flags"] == "" and again["suggestion"]["overAfter"] == []
 
 
@@ -102,7 +107,7 @@ def test_under_a_patched_policy_the_patch_says_it_goes_after_the_given_one(tmp_p
     given = [{"op": "add", "path": "/profiles/0/pluginConfig/1/args",
               "value": POLICY["profiles"][0]["pluginConfig"][1]["args"]}]
     args = ("run", "--policy", str(policy), "--from-file", DEMO, "--policy-patch", json.dumps(given))
-    (advice,) = _plan(*args)["advice"]
+    (advice,) = _on_targets(_plan(*args))
     op = {"op": "add", "path": "/profiles/0/pluginConfig/1/args/thresholds",
           "value": {"cpu": 30, "memory": 30, "pods": 30}}
     assert advice["suggestion"]["flags"] == f"--policy-patch with {json.dumps(op)} after its operations --rounds 2"
