@@ -151,6 +151,7 @@ class Surger:
         if meta.get("uid") != c.pod.uid or meta.get("deletionTimestamp"):
             raise SurgeFailed("changed", "not moved: the pod was replaced or is being deleted since the plan")
         rs_uid = next((r.get("uid") for r in meta.get("ownerReferences") or () if r.get("controller")), "")
+        self._wait_settled(t, stop)
         before = {(p.get("metadata") or {}).get("uid") for p in self._pods_of(t, rs_uid)}
         move = _Move(t, name, c.pod.uid, (meta.get("annotations") or {}).get(DELETION_COST))
         if self.dry_run:
@@ -185,6 +186,25 @@ class Surger:
             raise
         finally:
             self.active.pop(id(move), None)
+
+    def _wait_settled(self, t: Target, stop: threading.Event) -> None:
+        """Until every replica is Ready and current (an eviction of the same Deployment planned before this pod
+        may still be being replaced): the new pod is then the only one the surge adds."""
+        deadline = self.clock() + self.timeout
+        path = self._apps(t.namespace, "deployments", t.deployment)
+        while True:
+            d = self._call("GET", path)
+            spec, status = d.get("spec") or {}, d.get("status") or {}
+            want = spec.get("replicas", 1)
+            if (status.get("observedGeneration") or 0) >= ((d.get("metadata") or {}).get("generation") or 0) and \
+                    status.get("readyReplicas", 0) >= want and status.get("replicas", 0) == want:
+                return
+            if stop.is_set():
+                raise SurgeFailed("interrupted", f"stopped by {stopped_by(stop)} before the surge began")
+            if self.clock() >= deadline:
+                raise SurgeFailed("timed out", f"Deployment {t.deployment} did not get back to all {want} ready "
+                                               f"within --timeout ({self.timeout:g}s): not moved")
+            stop.wait(POLL)
 
     def _wait_ready(self, t: Target, rs_uid: str, before: set[Any],
                     stop: threading.Event) -> tuple[str, str]:

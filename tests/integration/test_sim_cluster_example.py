@@ -122,7 +122,7 @@ def test_balance_all_namespaces_end_to_end_then_stop(example: Example) -> None:
     assert any(k["kind"] == "pdb" and "PodDisruptionBudget" in k["why"] for k in plan["kept"])
 
     # the budgets hold most pods back in one round; the plan says how many rounds reach the goal, tried in memory
-    (advice,) = plan["advice"]
+    (advice,) = [a for a in plan["advice"] if "step" not in a]  # beside it: --surge for the budgets' pods
     assert advice["suggestion"] is not None, (advice, plan["kept"])
     assert advice["suggestion"]["flags"] == "--rounds 2" and advice["suggestion"]["overAfter"] == []
     done = desched(kubeconfig, "balance", "-A", "--yes", "--rounds", "2", "--no-pager", "--timeout", "1m",
@@ -159,3 +159,64 @@ def test_ctrl_c_stops_every_component(example: Example) -> None:
     again = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(example.directory)],
                            capture_output=True, text=True, timeout=60, check=False)
     assert again.returncode == 0 and "no sim-cluster is running" in again.stdout
+
+
+def _ready_replicas(kubectl: Path, kubeconfig: str, name: str) -> tuple[int, int]:
+    got = subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "get", "deploy", name, "-n", "shop", "-o",
+                          "json"], capture_output=True, text=True, check=True)
+    d = json.loads(got.stdout)
+    return (d.get("status") or {}).get("readyReplicas") or 0, d["spec"]["replicas"]
+
+
+def test_the_walkthrough_moves_checkout_and_empties_a_node(example: Example) -> None:
+    """docs/guide/simulated-cluster.md's "Moves that need a step first", as written: checkout moves replacement
+    first with its ready count never below 2, --surge balances in one round, and HighNodeUtilization with --cordon
+    empties the node it cordons, which stays cordoned with the line that says so."""
+    kubeconfig = example.wait_for("export KUBECONFIG=").split("=", 1)[1].strip()
+    example.wait_for("Stop with Ctrl-C")
+    kubectl = built("build-binaries", "kubectl")
+    seen: list[tuple[int, int]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.append(_ready_replicas(kubectl, kubeconfig, "checkout"))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    moved = desched(kubeconfig, "balance", "-n", "shop", "-l", "app=checkout", "--surge", "--yes", "--no-pager",
+                    "-o", "json", timeout=300)
+    done.set()
+    watcher.join(timeout=10)
+    assert moved.returncode == 0, moved.stderr
+    doc = json.loads(moved.stdout)
+    assert [(c["pod"].split("-")[0], c["method"]) for c in doc["candidates"]] == [("checkout", "surge")]
+    assert [e["result"] for e in doc["evictions"]] == ["moved"]
+    assert seen and min(r for r, _ in seen) >= 2 and max(n for _, n in seen) == 3, seen
+    assert _ready_replicas(kubectl, kubeconfig, "checkout")[1] == 2
+
+    one = desched(kubeconfig, "balance", "-A", "--surge", "--yes", "--no-pager", "-o", "json", timeout=300)
+    assert one.returncode == 0, one.stderr
+    assert any(e["result"] == "moved" for e in json.loads(one.stdout)["evictions"])
+    wait_until(lambda: (pods := _pods(kubectl, kubeconfig)) and len(pods) == 24 and all(map(_running, pods)), 120,
+               "every moved pod replaced and Running")
+    again = as_json(desched(kubeconfig, "balance", "-A", "--dry-run", "-o", "json"))
+    assert not [n for n in again["nodes"] if n["class"]["LowNodeUtilization"] == "over-utilized"], again["nodes"]
+
+    emptied = desched(kubeconfig, "balance", "-A", "--plugin", "HighNodeUtilization", "--cordon", "--yes",
+                      "--no-pager", "-o", "json", timeout=300)
+    assert emptied.returncode == 0, emptied.stderr
+    plan = json.loads(emptied.stdout)
+    empty = [e["node"] for e in plan["emptying"] if e["empty"]]
+    assert empty, plan["emptying"]
+    wait_until(lambda: (pods := _pods(kubectl, kubeconfig)) and len(pods) == 24 and all(map(_running, pods)), 120,
+               "every evicted pod replaced and Running")
+    nodes = json.loads(subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "get", "nodes", "-o", "json"],
+                                      capture_output=True, text=True, check=True).stdout)["items"]
+    cordoned = {n["metadata"]["name"] for n in nodes if n["spec"].get("unschedulable")}
+    assert cordoned == set(empty)
+    for node in empty:
+        assert f"{node} is empty and stays cordoned: `kubectl uncordon {node}` to use it again" in emptied.stderr
+        left = [p for p in _pods(kubectl, kubeconfig) if p["spec"].get("nodeName") == node]
+        assert all(p["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet" for p in left), left
