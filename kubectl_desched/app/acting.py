@@ -10,7 +10,7 @@ import click
 
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.text import live_line, warn
-from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.errors import DeschedError
 from kubectl_desched.evictors.choose import Build, make_evictor
 from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.framework.policy_decoder import Policy
@@ -19,7 +19,6 @@ from kubectl_desched.ui.report import Report
 from kubectl_desched.ui.statusline import StatusLine
 
 if TYPE_CHECKING:
-    from kubectl_desched.evictors.base import PodEvictor
     from kubectl_desched.evictors.execute import EvictionRunner
     from kubectl_desched.kube.config import Connection
 
@@ -58,16 +57,8 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
     pacing = Pacing(max_in_flight=acting.max_in_flight, interval=acting.interval, wait_ready=acting.wait_ready,
                     timeout=acting.timeout)
     events = EventRecorder(conn) if acting.record_events and mode == "evict" else None
-    evictor: PodEvictor = make_evictor(acting, Build(conn, server_dry_run=mode == "dry-run=server",
-                                                     progress=None if quiet else progress, profiles=policy.profiles,
-                                                     say=say))
-    if policy.limits.surge:
-        from kubectl_desched.evictors.surge import Surger, SurgingEvictor
-        if acting.evictor != "eviction":
-            raise UsageError("--surge moves pods through their Deployment's scale: it works with --evictor eviction "
-                             "(Koordinator's ReservationFirst mode starts the replacement first its own way)")
-        evictor = SurgingEvictor(evictor, Surger(conn, acting.timeout, server_dry_run=mode == "dry-run=server",
-                                                 say=say))
+    evictor = make_evictor(acting, Build(conn, server_dry_run=mode == "dry-run=server",
+                                         progress=None if quiet else progress, profiles=policy.profiles, say=say))
     per_pod = not quiet and not table_follows
     return EvictionRunner(evictor, pacing,
                   workloads=WorkloadReader(conn) if acting.wait_ready else None, events=events,
@@ -75,16 +66,11 @@ def build_runner(opts: Options, conn: Connection, mode: str, policy: Policy, *,
                   on_tick=status.update if status is not None else None), status
 
 
-def preflight(runner: EvictionRunner, candidates: list[Candidate], opts: Options, report: Report | None,
-              cordon_with: Connection | None = None) -> None:
-    """Before the prompt: name every missing permission in one line and stop, rather than fail pod by pod.
-    cordon_with: the plan cordons nodes first (--cordon), which needs nodes get and patch."""
-    from kubectl_desched.kube.access import AccessCheckUnavailable, missing_permissions
+def preflight(runner: EvictionRunner, candidates: list[Candidate], opts: Options, report: Report | None) -> None:
+    """Before the prompt: name every missing permission in one line and stop, rather than fail pod by pod."""
+    from kubectl_desched.kube.access import AccessCheckUnavailable
     try:
         missing, optional = runner.preflight(candidates)
-        if cordon_with is not None:
-            from kubectl_desched.evictors.cordon import CORDON_PERMISSIONS
-            missing += missing_permissions(cordon_with, CORDON_PERMISSIONS, ())
     except AccessCheckUnavailable as e:
         warn(f"{e}; going ahead (the API server still checks each request)")
         missing, optional = [], []

@@ -200,8 +200,10 @@ def recheck(candidates: list[dict[str, Any]], state: ClusterState, limits: Limit
         estimator = plan.estimator
         dest = estimator.move(pod, surge=bool(surge))
         futile = plan.futility(pod, dest, _relocating(c["plugin"]) if relocates(c["plugin"]) else None)
-        if surge and dest.node is None:
-            futile = f"no node has room for the extra pod ({dest.why})"
+        if surge and dest.node is None:  # refused whatever --keep-futile says, as the plan refuses it
+            estimator.undo()
+            leave(c, "refused", f"--surge cannot move it now: no node has room for the extra pod ({dest.why})")
+            continue
         if futile and not limits.keep_futile:
             estimator.undo()
             leave(c, "refused", f"the move would change nothing now: {futile}")

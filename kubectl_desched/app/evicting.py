@@ -15,6 +15,7 @@ from kubectl_desched.app.acting import build_runner, preflight
 from kubectl_desched.app.landings import landings_doc, landings_summary, landings_text
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.text import results_summary
+from kubectl_desched.errors import UsageError
 from kubectl_desched.evictors.base import EvictionResult
 from kubectl_desched.framework.placement import Placement
 from kubectl_desched.framework.plan import EvictionPlan
@@ -27,6 +28,7 @@ from kubectl_desched.ui.report import Report
 if TYPE_CHECKING:
     from kubectl_desched.evictors.cordon import Cordons
     from kubectl_desched.evictors.execute import EvictionRunner
+    from kubectl_desched.evictors.surge import Surger
     from kubectl_desched.kube.config import Connection
 
 
@@ -46,11 +48,16 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
         paint: Painter) -> Acted:
     """Preflight, confirm (--yes or the prompt), cordon (--cordon), evict with the pacing flags, then wait for the
     landings; the cordoned nodes not emptied are uncordoned however it ends."""
-    from kubectl_desched.evictors.cordon import Cordons
     # Progress goes to stderr in every format: stdout stays the one document -o json/yaml promises.
     runner, status = build_runner(opts, conn, mode, policy, quiet=False)
-    emptying = sorted(plan.emptying)
-    preflight(runner, plan.candidates, opts, report, cordon_with=conn if emptying and mode == "evict" else None)
+
+    def say(message: str) -> None:
+        if status is not None:
+            status.clear()
+        click.echo(message, err=True)
+
+    surger, cordons = _first_steps(opts, conn, mode, policy, plan, runner, say)
+    preflight(runner, plan.candidates, opts, report)
     try:
         landing: Callable[[Any], str | None] | None = \
             (lambda c: d.text if (d := placement.of(c)) else None) if placement else None
@@ -66,27 +73,44 @@ def act(opts: Options, conn: Connection, mode: str, policy: Policy, plan: Evicti
         raise
     if report:
         report.confirmation("--yes" if opts.acting.yes else "interactive", answer, chosen)
-    cordons = Cordons(conn, lambda m: click.echo(m, err=True)) if emptying and mode == "evict" else None
-    if emptying and cordons is None:
-        click.echo(f"would cordon {', '.join(emptying)} first (--cordon; not in a server dry run)", err=True)
+    if plan.emptying and cordons is None:
+        say(f"would cordon {', '.join(sorted(plan.emptying))} first (--cordon; not in a server dry run)")
+    moved_from: set[str] = set()
     try:
         return _act(opts, conn, mode, plan, placement, nodes, report, structured, paint, runner, status, chosen,
-                    cordons)
+                    surger, moved_from)
     finally:
         if cordons is not None:
             with interrupts.deferred():  # every path: the nodes not emptied are uncordoned, each said
-                records = cordons.finish()
-            if report:
-                report.doc["cordons"] = records
+                records = cordons.finish(moved_from)
+                if report:
+                    report.doc["cordons"] = records
+
+
+def _first_steps(opts: Options, conn: Connection, mode: str, policy: Policy, plan: EvictionPlan,
+                 runner: EvictionRunner, say: Callable[[str], None]) -> tuple[Surger | None, Cordons | None]:
+    """--surge and --cordon as evictors around the chosen one: a surge candidate moves through the Surger, and the
+    nodes are cordoned just before the first move of the plugin that empties them."""
+    from kubectl_desched.evictors.cordon import CordoningEvictor, Cordons
+    from kubectl_desched.evictors.surge import Surger, SurgingEvictor
+
+    surger = cordons = None
+    if policy.limits.surge:
+        if opts.acting.evictor != "eviction":
+            raise UsageError("--surge moves pods through their Deployment's scale: it works with --evictor eviction "
+                             "(Koordinator's ReservationFirst mode starts the replacement first its own way)")
+        surger = Surger(conn, opts.acting.timeout, server_dry_run=mode == "dry-run=server", say=say)
+        runner.evictor = SurgingEvictor(runner.evictor, surger)
+    if plan.emptying and mode == "evict":
+        cordons = Cordons(conn, sorted(plan.emptying), say)
+        runner.evictor = CordoningEvictor(runner.evictor, cordons, set(plan.emptying.values()))
+    return surger, cordons
 
 
 def _act(opts: Options, conn: Connection, mode: str, plan: EvictionPlan, placement: Placement | None,
          nodes: list[Any], report: Report | None, structured: bool, paint: Painter, runner: EvictionRunner,
-         status: Any, chosen: list[Any], cordons: Cordons | None) -> Acted:
+         status: Any, chosen: list[Any], surger: Surger | None, moved_from: set[str]) -> Acted:
     code = errors.DONE
-    surger = getattr(runner.evictor, "surger", None)
-    if cordons is not None:  # a signal here raises: act() uncordons what was cordoned
-        cordons.cordon(sorted(plan.emptying))
     with interrupts.deferred():  # a signal just before or after acting must not cut the record short
         try:
             outcome = runner.run(chosen)
@@ -96,6 +120,7 @@ def _act(opts: Options, conn: Connection, mode: str, plan: EvictionPlan, placeme
             for line in surger.restore_all() if surger is not None else ():  # moves a second Ctrl-C abandoned
                 click.echo(line, err=True)
         results = outcome.results
+        moved_from.update(r.candidate.pod.node_name for r in results if r.ok)
         if any(not r.ok for r in results):
             code = errors.ERROR
         by = interrupts.signal_name(outcome.signum) if outcome.signum is not None else None

@@ -133,8 +133,8 @@ LIMIT_OPTIONS = [
                 "eviction, so no replacement lands back on them; nodes left empty stay cordoned, the others are "
                 "uncordoned once the moves are done or on any failure or Ctrl-C."),
     option(EVICTOR_FILTERS, "--surge", is_flag=True, default=False,
-           help="Move a Deployment's pod that its PodDisruptionBudget refuses, or that is its workload's only ready "
-                "pod, replacement first: mark it with the lowest pod-deletion-cost, scale the Deployment up by one, "
+           help="Move a Deployment's pod that its PodDisruptionBudget refuses, or that is its workload's only pod, "
+                "replacement first: mark it with the lowest pod-deletion-cost, scale the Deployment up by one, "
                 "wait for the new pod to be Ready, scale back. Replicas are restored on every failure or Ctrl-C."),
 ]
 

@@ -119,3 +119,30 @@ class PodEvictor(Protocol):
     def live_line(self, r: EvictionResult) -> str | None:
         """The line a log gets for this result as it comes (None: none, e.g. when the evictor has its own)."""
         ...
+
+
+class WrappingEvictor:
+    """An evictor around the chosen one (--surge, --cordon): it does a step of its own where it must and hands the
+    rest on; subclasses override what they change."""
+
+    def __init__(self, inner: PodEvictor) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def preflight(self, candidates: Sequence[Candidate]) -> list[str]:
+        return self.inner.preflight(candidates)
+
+    def evict(self, candidate: Candidate, stop: threading.Event) -> EvictionResult:
+        return self.inner.evict(candidate, stop)
+
+    def settle(self, results: list[EvictionResult], stop: threading.Event) -> list[EvictionResult]:
+        return self.inner.settle(results, stop)
+
+    def results_table(self, results: Sequence[EvictionResult], paint: Painter) -> str:
+        return self.inner.results_table(results, paint)
+
+    def document_sections(self, results: Sequence[EvictionResult]) -> dict[str, Any]:
+        return self.inner.document_sections(results)
+
+    def live_line(self, r: EvictionResult) -> str | None:
+        return self.inner.live_line(r)

@@ -126,6 +126,7 @@ class EvictionPlan:
         self.futile_stop_streak: dict[str, int] = {}  # plugin -> the streak that made it leave the last one
         self._estimator: Estimator | None = None
         self.emptying: dict[str, str] = {}  # --cordon: node -> the plugin emptying it, cordoned before evicting
+        self._emptying_started: set[str] = set()
 
     @property
     def estimator(self) -> Estimator:
@@ -225,8 +226,9 @@ class EvictionPlan:
     def start_emptying(self, plugin: Plugin) -> None:
         """--cordon, at the plugin's first move: every node it reported in its emptying class (and not already
         unschedulable) is cordoned before any eviction, so no replacement is placed on one."""
-        if plugin.empties is None or any(p == plugin.name for p in self.emptying.values()):
+        if plugin.empties is None or plugin.name in self._emptying_started:
             return
+        self._emptying_started.add(plugin.name)
         names = [name for name, reports in self.node_reports.items()
                  if any(r.plugin == plugin.name and r.klass == plugin.empties for r in reports)
                  and name not in self.emptying and (n := self.cluster.nodes.get(name)) is not None
@@ -242,8 +244,17 @@ class EvictionPlan:
             return refused
         if not pod.ready or pod.controller is None or pod.controller.kind != "ReplicaSet":
             return ""
-        siblings = [p for p in self.state.owner_pods(pod) if p.ready and not p.terminating]
-        return "its workload's only ready pod" if siblings == [pod] else ""
+        siblings = [p for p in self.state.owner_pods(pod) if not p.terminating]
+        return "its workload's only pod" if siblings == [pod] else ""
+
+    def surge_blocker(self, pod: Pod) -> str | None:
+        """Why a surge would remove another pod than this one: a ReplicaSet scaling down removes an unready pod
+        before any ready one, whatever its deletion cost."""
+        unready = [p for p in self.state.owner_pods(pod) if not p.terminating and not p.ready]
+        if unready:
+            return (f"{len(unready)} other pod(s) of ReplicaSet {pod.controller.name if pod.controller else ''} "
+                    "are not Ready, and scaling back would remove one of them instead")
+        return None
 
     def _klass(self, node: str, plugin: str) -> str | None:
         return next((r.klass for r in self.node_reports.get(node, ()) if r.plugin == plugin), None)
@@ -352,6 +363,8 @@ class ProfileEvictor:
         surge = self.plan.surge_reason(pod, refused) if limits.surge else ""
         if surge:
             target = surge_target(pod, self.plan.cluster.extra)
+            if not isinstance(target, str):
+                target = self.plan.surge_blocker(pod) or target
             if isinstance(target, str):
                 surge = ""
                 if refused:

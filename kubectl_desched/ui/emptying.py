@@ -35,12 +35,15 @@ def emptying_lines(docs: list[dict[str, Any]]) -> list[str]:
     """The plan text's section: one line a node, and one a pod that stays."""
     if not docs:
         return []
-    lines = ["Cordoned before the first eviction (--cordon), so no replacement lands there:"]
+    lines = ["Cordoned before their first move (--cordon), so no replacement lands there:"]
     for d in docs:
         if d["empty"]:
             frees = ", ".join(f"{v} {r}" for r, v in (d["frees"] or {}).items())
-            how = f"ends empty after {d['moved']} move(s)" if d["moved"] else "already empty"
-            lines.append(f"  {d['node']}: {how}, removable (frees {frees}); stays cordoned")
+            if d["moved"]:
+                lines.append(f"  {d['node']}: ends empty after {d['moved']} move(s), removable (frees {frees}); stays "
+                             "cordoned")
+            else:
+                lines.append(f"  {d['node']}: already empty, removable (frees {frees}); uncordoned after the moves")
             continue
         lines.append(f"  {d['node']}: {len(d['staying'])} pod(s) stay, so it is uncordoned after the moves:")
         lines += [f"    {s['namespace']}/{s['pod']}: {s['why']}" for s in d["staying"]]

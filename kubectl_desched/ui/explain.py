@@ -247,7 +247,7 @@ def explain_pod_doc(plan: EvictionPlan, pod: Pod, plugin_names: list[str]) -> di
 
 
 def _surge_note(plan: EvictionPlan, pod: Pod, verdict: str) -> str | None:
-    """Without --surge, for a pod an eviction would hurt (its budget refuses it, or it is its workload's only ready
+    """Without --surge, for a pod an eviction would hurt (its budget refuses it, or it is its workload's only
     pod): whether --surge could move it, replacement first, and if not why."""
     if plan.limits.surge or verdict == "move":
         return None

@@ -316,3 +316,42 @@ def test_the_preflight_names_missing_rbac_for_nodes_and_deployments_scale(sim: S
         assert sim._must("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/checkout")["spec"]["replicas"] == 1
     finally:
         cleanup()
+
+
+def test_a_reviewed_plan_applied_later_cordons_and_surges_as_planned(sim: SimCluster, sim_namespace: str,
+                                                                     tmp_path: Path) -> None:
+    """plan -> review -> apply: the document carries the cordoned nodes and each pod's method, and apply acts on
+    them as `balance --yes` would."""
+    ns = sim_namespace
+    _busy, light = _consolidation(sim, ns)
+    kc = sim.kubeconfig_for()
+    plan = tmp_path / "cordon.json"
+    made = desched(kc, "balance", *HNU, "--cordon", *_scope(ns), "--dry-run", "-o", "json")
+    assert made.returncode == 0, made.stderr
+    plan.write_text(made.stdout)
+    doc = json.loads(made.stdout)
+    assert doc["cordon"] is True and sorted(e["node"] for e in doc["emptying"]) == sorted(light)
+    applied = desched(kc, "apply", "-f", str(plan), "--yes", "--timeout", "2m", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    sim.wait_workloads_ready(ns)
+    for node in light:
+        assert _holding(sim, ns, node) == [] and _unschedulable(sim, node), node
+
+
+def test_a_surge_plan_applied_later_moves_replacement_first(sim: SimCluster, sim_namespace: str,
+                                                           tmp_path: Path) -> None:
+    ns = sim_namespace
+    hot, _cold = _guarded(sim, ns, "checkout", 1, 1)
+    kc = sim.kubeconfig_for()
+    made = desched(kc, "balance", *BALANCE, "--surge", *_scope(ns), "--dry-run", "-o", "json")
+    assert made.returncode == 0, made.stderr
+    plan = tmp_path / "surge.json"
+    plan.write_text(made.stdout)
+    assert [c["method"] for c in json.loads(made.stdout)["candidates"]] == ["surge"]
+    with ReadyWatch(sim, ns, "checkout") as watch:
+        applied = desched(kc, "apply", "-f", str(plan), "--yes", "--timeout", "2m", "-o", "json", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    assert [e["result"] for e in json.loads(applied.stdout)["evictions"]] == ["moved"]
+    assert watch.lowest is not None and watch.lowest >= 1
+    sim.wait_workloads_ready(ns)
+    assert hot not in sim.placements(ns, "app=checkout").values()

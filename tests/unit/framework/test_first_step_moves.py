@@ -1,6 +1,6 @@
 """The moves that need a step before the eviction (issue 37): --cordon (the nodes HighNodeUtilization empties are
 cordoned first, so the estimate lands nothing back on them) and --surge (a pod its PodDisruptionBudget refuses, or
-its workload's only ready pod, moves replacement first), as the plan decides them."""
+its workload's only pod, moves replacement first), as the plan decides them."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def test_surge_moves_a_workloads_only_ready_pod_without_a_budget() -> None:
     plain = _plan("LowNodeUtilization", objs)
     assert [c.method for c in plain.candidates] == ["evict"]
     surged = _plan("LowNodeUtilization", objs, surge=True)
-    assert [(c.method, c.why_surge) for c in surged.candidates] == [("surge", "its workload's only ready pod")]
+    assert [(c.method, c.why_surge) for c in surged.candidates] == [("surge", "its workload's only pod")]
 
 
 def test_a_surge_is_placed_with_the_old_pod_still_holding_its_requests() -> None:
@@ -225,4 +225,4 @@ def test_a_surge_is_placed_with_the_old_pod_still_holding_its_requests() -> None
     surged = _plan("LowNodeUtilization", objs, surge=True)
     assert surged.candidates == []
     (why,) = [w for _p, _plugin, w in surged.kept_by_pdb.values()]
-    assert why.startswith("its workload's only ready pod; --surge cannot move it: no node has room for the extra pod")
+    assert why.startswith("its workload's only pod; --surge cannot move it: no node has room for the extra pod")
