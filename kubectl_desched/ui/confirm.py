@@ -74,7 +74,8 @@ def _by_lines(candidates: list[Candidate]) -> tuple[list[Candidate], str]:
         for w in (*c.warnings, *(r for r in c.pdb_refusals if r not in c.warnings)):
             click.echo(f"  warning: {w}", err=True)
         reply = click.prompt(
-            f"[{i}/{n}] evict {p.namespace}/{p.name} on {p.node_name} ({c.plugin}: {c.reason})? [y]es, [n]o, [q]uit",
+            f"[{i}/{n}] {'move (surge)' if c.method == 'surge' else 'evict'} {p.namespace}/{p.name} on "
+            f"{p.node_name} ({c.plugin}: {c.reason})? [y]es, [n]o, [q]uit",
             type=click.Choice(["y", "yes", "n", "no", "q", "quit"], case_sensitive=False),
             show_choices=False, err=True,
         ).lower()

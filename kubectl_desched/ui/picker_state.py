@@ -97,7 +97,8 @@ class Selection:
         c = r.candidate
         mark = "[x]" if r.chosen else "[ ]"
         flag = " !" if c.warnings or c.pdb_refusals else ""
-        return f"  {mark} {c.pod.namespace}/{c.pod.name}  {c.plugin}{flag}"
+        method = "  (surge)" if c.method == "surge" else ""
+        return f"  {mark} {c.pod.namespace}/{c.pod.name}  {c.plugin}{flag}{method}"
 
     def toggle(self, row: Row) -> None:
         row.chosen = not row.chosen
@@ -130,6 +131,8 @@ def details(c: Candidate, destination: str | None = None) -> list[str]:
     p = c.pod
     out = [f"pod        {p.namespace}/{p.name}", f"node       {p.node_name or '-'}", f"owner      {owner_of(c)}",
            f"plugin     {c.plugin} (profile {c.profile})", f"reason     {c.reason}"]
+    if c.method == "surge":
+        out.append(f"method     surge: replacement first, as {c.why_surge}")
     if destination is not None:
         out.append(f"lands on   {destination} (estimate)")
     out += [f"warning    {w}" for w in c.warnings]

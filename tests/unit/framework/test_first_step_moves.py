@@ -226,3 +226,14 @@ def test_a_surge_is_placed_with_the_old_pod_still_holding_its_requests() -> None
     assert surged.candidates == []
     (why,) = [w for _p, _plugin, w in surged.kept_by_pdb.values()]
     assert why.startswith("its workload's only pod; --surge cannot move it: no node has room for the extra pod")
+
+
+def test_the_selector_and_the_line_prompt_show_a_surge_as_such() -> None:
+    from kubectl_desched.ui.picker_state import Selection, details
+
+    plan = _plan("LowNodeUtilization", _over_utilized(), surge=True)
+    (c,) = plan.candidates
+    row = Selection([c]).rows[0]
+    assert Selection([c])._row_text(row).endswith("LowNodeUtilization  (surge)")
+    assert any(line.startswith("method     surge: replacement first, as PodDisruptionBudget checkout")
+               for line in details(c))
