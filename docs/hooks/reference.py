@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import json
 import textwrap
 from typing import Any
@@ -30,7 +31,16 @@ REGISTRY_KEY = "kubectl_desched.registry"  # where cli.plugin_flags.registry() k
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    """Text for a table cell: a pipe escaped outside backticks, and only there (see _code)."""
+    parts = text.replace("\n", " ").split("`")
+    return "`".join(part if inside else part.replace("|", "\\|").replace("<", "&lt;")
+                    for part, inside in zip(parts, itertools.cycle((False, True)), strict=False))
+
+
+def _code(text: str) -> str:
+    """Text as inline code in a table cell: Python-Markdown's tables do not split a row at a pipe inside backticks,
+    and would show an escape there as it is."""
+    return f"`{text.replace(chr(10), ' ')}`"
 
 
 def _commands(group: click.Group, parent: click.Context, path: str) -> list[tuple[str, click.Command, click.Context]]:
@@ -59,7 +69,7 @@ def commands_page() -> str:
                 " ".join(cmd.collect_usage_pieces(ctx)).join((f"{path} ", "")), "```", ""]
         for heading, rows in option_sections(cmd, ctx).items():
             out += [f"**{heading}**", "", "| flag | meaning |", "|---|---|"]
-            out += [f"| `{_cell(flag)}` | {_cell(meaning)} |" for flag, meaning in rows]
+            out += [f"| {_code(flag)} | {_cell(meaning)} |" for flag, meaning in rows]
             out.append("")
         examples = getattr(cmd, "examples", [])
         if examples:
@@ -111,8 +121,8 @@ def plugins_page() -> str:
         out += ["| arg | from flags | in a policy |", "|---|---|---|"]
         for key, value in row["flagDefaultArgs"].items():
             policy = row["defaultArgs"].get(key)
-            out.append(f"| `{key}` | `{_cell(pluginstable.flow(value))}` | "
-                       f"{'same' if policy == value else '`' + _cell(pluginstable.flow(policy)) + '`'} |")
+            out.append(f"| `{key}` | {_code(pluginstable.flow(value))} | "
+                       f"{'same' if policy == value else _code(pluginstable.flow(policy))} |")
         out += ["", "<details><summary>as JSON (defaultArgs)</summary>", "", "```json",
                 json.dumps(row["defaultArgs"], indent=2), "```", "", "</details>", ""]
     return "\n".join(out)
@@ -181,11 +191,11 @@ def model_page() -> str:
     out += [" · ".join(f"[{cls.__name__}](#{cls.__name__.lower()})" for cls in MODEL_TYPES), ""]
     for cls in MODEL_TYPES:
         out += [f"## {cls.__name__}", "", _said(cls.__doc__), "", "| field | type | what it holds |", "|---|---|---|"]
-        out += [f"| `{name}` | `{_cell(kind)}` | {_cell(doc)} |" for name, kind, doc in model_fields(cls)]
+        out += [f"| `{name}` | {_code(kind)} | {_cell(doc)} |" for name, kind, doc in model_fields(cls)]
         members = model_members(cls)
         if members:
             out += ["", "| property or method | what it answers |", "|---|---|"]
-            out += [f"| `{_cell(call)}` | {_cell(doc)} |" for call, doc in members]
+            out += [f"| {_code(call)} | {_cell(doc)} |" for call, doc in members]
         out.append("")
     return "\n".join(out)
 
