@@ -5,6 +5,7 @@ with --no-bars; the documents (-o json, yaml, name, ...) never carry them."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,7 @@ def cell(view: BarView, row: Mapping[str, Any], resource: str, rows: Sequence[Ma
 
 
 def legend(view: BarView, chosen: Layout, rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the glyphs say and whose targets the marks are."""
     g = view.glyphs
     text = (f"Bars: 0-100% of allocatable, {fmt_pct(100 / chosen.cells)} a cell: {g.stays} stays, {g.leaves} leaves, "
             f"{g.lands} lands, {g.free} free")
@@ -85,7 +87,8 @@ def legend(view: BarView, chosen: Layout, rows: Sequence[Mapping[str, Any]]) -> 
         text += f"; {g.mark} {plugin}'s target ({_listed(limits)})"
     elif drawn:
         text += f"; {g.mark} targets: " + "; ".join(f"{p} {_listed(limits)}" for p, limits in drawn.items())
-    return text + "."
+    # as wide as the terminal, like the table it reads (sys.maxsize with --bars: one line)
+    return textwrap.fill(text + ".", view.room, break_on_hyphens=False)
 
 
 def table_width(shown: Sequence[Sequence[Any]], titles: Sequence[str]) -> int:
