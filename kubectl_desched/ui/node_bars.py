@@ -64,12 +64,13 @@ def layout(view: BarView, table_width: int, rows: Sequence[Mapping[str, Any]]) -
     return None
 
 
-def cell(view: BarView, row: Mapping[str, Any], resource: str, rows: Sequence[Mapping[str, Any]], cells: int,
-         paint: Painter) -> str:
-    if (row["name"], resource) in view.unscaled:
-        return "no allocatable"
-    return bars.bar(row["now"][resource], row["after"][resource], marks(view, resource, rows), cells=cells,
-                    glyphs=view.glyphs, paint=paint)
+def column(view: BarView, chosen: Layout, resource: str, rows: Sequence[Mapping[str, Any]],
+           paint: Painter) -> list[str]:
+    """The resource's bar for each row, in order."""
+    at = marks(view, resource, rows)  # once: every row reads the same
+    return ["no allocatable" if (r["name"], resource) in view.unscaled else
+            bars.bar(r["now"][resource], r["after"][resource], at, cells=chosen.cells, glyphs=view.glyphs,
+                     paint=paint) for r in rows]
 
 
 def legend(view: BarView, chosen: Layout, rows: Sequence[Mapping[str, Any]]) -> str:

@@ -194,8 +194,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
         for res in reversed(chosen.resources):  # each after its own column
             at = titles.index(res.upper()) + 1
             titles.insert(at, "")
-            for row, r in zip(shown, listed, strict=True):
-                row.insert(at, node_bars.cell(bars, r, res, listed, chosen.cells, paint))
+            for row, drawn in zip(shown, node_bars.column(bars, chosen, res, listed, paint), strict=True):
+                row.insert(at, drawn)
     counts = [i for i, t in enumerate(titles) if t in ("EVICT", "LAND", "TERMINATING")]
     table = plain_table(shown, titles if headers else (), numeric=counts)
     if bars is not None and chosen is not None:
