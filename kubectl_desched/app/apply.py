@@ -35,6 +35,7 @@ from kubectl_desched.model.state import ClusterState
 from kubectl_desched.safeload import MAX_YAML_SNAPSHOT_CHARS, InputError, json_value, read_file, yaml_value
 from kubectl_desched.term import pager
 from kubectl_desched.term.color import Painter, color_enabled
+from kubectl_desched.ui.node_bars import bar_view
 from kubectl_desched.ui.plan_view import (
     candidates_table,
     document,
@@ -342,6 +343,7 @@ def _plan_text(planned: PlanFile, plan: EvictionPlan, nodes: list[Node], paint: 
     else:
         out.append(paint("No pods to evict.", None, bold=True))
     rows = node_rows(plan, nodes, placement)
-    table, _hidden = nodes_table(rows, paint, all_nodes=opts.output == "wide", headers=not view.no_headers)
+    table, _hidden = nodes_table(rows, paint, all_nodes=opts.output == "wide", headers=not view.no_headers,
+                                 bars=bar_view(view.bars, plan.targets, nodes))
     out += ["", paint(nodes_heading(rows), None, bold=True), table]
     return "\n".join(out)

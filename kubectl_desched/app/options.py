@@ -83,6 +83,7 @@ class OutputOptions:
     no_headers: bool = False
     sort_by: str | None = None  # a JSONPath over each candidate's document
     show_labels: bool = False
+    bars: bool | None = None  # the nodes table's bars: --bars, --no-bars; None: on a terminal where they fit
 
 
 @dataclass(frozen=True)

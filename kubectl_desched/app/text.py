@@ -14,6 +14,7 @@ from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term.color import Painter
 from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
+from kubectl_desched.ui.node_bars import bar_view
 from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
 
 SNAPSHOT_ONLY = "The state comes from a file: nothing can be evicted. Run against the cluster to evict."
@@ -82,7 +83,8 @@ def plan_text(plan: EvictionPlan, policy: Policy, source: str, scope: str, nodes
     out += [f"  {plugin}: {message}" for plugin, message in plan.messages]
     out.append("")
     rows = node_rows(plan, nodes, placement)
-    table, hidden = nodes_table(rows, paint, all_nodes=wide, headers=not view.no_headers)
+    table, hidden = nodes_table(rows, paint, all_nodes=wide, headers=not view.no_headers,
+                                bars=bar_view(view.bars, plan.targets, nodes))
     out += [paint(nodes_heading(rows), None, bold=True), table]
     if hidden:
         out.append(f"({hidden} other node(s) appropriately utilized and unchanged; -o wide lists all)")

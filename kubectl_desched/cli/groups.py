@@ -245,7 +245,7 @@ def _output(v: dict[str, Any]) -> OutputOptions:
     from kubectl_desched.app.options import OutputOptions
 
     return OutputOptions(check_format(v["output"]), not v["no_pager"], v["no_headers"], check_sort_by(v["sort_by"]),
-                         v["show_labels"])
+                         v["show_labels"], v["bars"])
 
 
 output = OptionGroup("output", [
@@ -255,6 +255,9 @@ output = OptionGroup("output", [
     option(OUTPUT, "--sort-by", metavar="JSONPATH",
            help="Order the candidates by this JSONPath over each one's document, e.g. '{.priority}'."),
     option(OUTPUT, "--show-labels", is_flag=True, help="A LABELS column with each candidate's labels."),
+    option(OUTPUT, "--bars/--no-bars", default=None,
+           help="Draw each node's cpu and memory as a bar, now -> after, with the plugins' targets marked, in the "
+                "nodes table (-o table and wide) [default: on a terminal, where the table still fits its width]."),
     option(OUTPUT, "--no-pager", is_flag=True,
            help="Print a long plan straight to the terminal instead of through $PAGER (less -FRX)."),
 ], _output)

@@ -12,9 +12,11 @@ from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct, format_resource
 from kubectl_desched.term.color import Painter
 from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui import node_bars
 from kubectl_desched.ui.emptying import emptying_docs
 from kubectl_desched.ui.formats import LazyItems
 from kubectl_desched.ui.formats import sort_key as output_order
+from kubectl_desched.ui.node_bars import BarView
 
 RESOURCES = ("cpu", "memory", "pods")
 _CLASS_COLOR = {"over-utilized": "red", "under-utilized": "green", "unschedulable": "yellow"}
@@ -157,9 +159,12 @@ def percent_of(v: float, n: Node, r: str) -> float:
 
 
 def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = False,
-                headers: bool = True) -> tuple[str, int]:
-    """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes."""
+                headers: bool = True, bars: BarView | None = None) -> tuple[str, int]:
+    """Nodes that matter (classified other than appropriately, or losing pods); all with all_nodes. With `bars`,
+    a bar after the CPU and MEMORY columns where the table still fits (ui/node_bars.py), and the line that reads
+    them under it."""
     shown, hidden = [], 0
+    listed: list[dict[str, Any]] = []  # the rows shown, for their bars
     measured = any(x["basis"] != "requests" for x in rows)  # then nodes shown by requests are marked
     for r in rows:
         classes = sorted(set(r["class"].values()))
@@ -176,14 +181,26 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
             cells.append(now if now == after else f"{now} -> {after}")
         cells += [r["evictions"] or "", r.get("landing") or "", r.get("terminating") or ""]
         shown.append(cells)
+        listed.append(r)
     titles = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
     for col in (7, 6):  # LAND and TERMINATING only when they say something
         if not any(row[col] for row in shown):
             titles.pop(col)
             for row in shown:
                 row.pop(col)
+    chosen = node_bars.layout(bars, node_bars.table_width(shown, titles if headers else ()), listed) \
+        if bars is not None and shown else None
+    if bars is not None and chosen is not None:
+        for res in reversed(chosen.resources):  # each after its own column
+            at = titles.index(res.upper()) + 1
+            titles.insert(at, "")
+            for row, drawn in zip(shown, node_bars.column(bars, chosen, res, listed, paint), strict=True):
+                row.insert(at, drawn)
     counts = [i for i, t in enumerate(titles) if t in ("EVICT", "LAND", "TERMINATING")]
-    return plain_table(shown, titles if headers else (), numeric=counts), hidden
+    table = plain_table(shown, titles if headers else (), numeric=counts)
+    if bars is not None and chosen is not None:
+        table += "\n" + node_bars.legend(bars, chosen, listed)
+    return table, hidden
 
 
 def candidate_doc(c: Candidate, placement: Placement | None = None) -> dict[str, Any]:

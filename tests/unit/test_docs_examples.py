@@ -107,9 +107,11 @@ def run(command: str, tmp: Path) -> list[str]:
     else:
         raise AssertionError(f"an example runs kubectl desched or kubectl-desched, not {command!r}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBECTL_DESCHED", "KUBECONFIG", "PAGER", "LESS"))}
-    env.update(NO_COLOR="1", PYTHONUNBUFFERED="1", TERM="dumb", HOME=str(tmp), KUBECONFIG=str(tmp / "no-kubeconfig"))
+    env.update(NO_COLOR="1", PYTHONUNBUFFERED="1", TERM="dumb", HOME=str(tmp), KUBECONFIG=str(tmp / "no-kubeconfig"),
+               PYTHONIOENCODING="utf-8")  # as a UTF-8 terminal shows it (--bars draws blocks), whatever the locale
     done = subprocess.run([sys.executable, "-m", "kubectl_desched", *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8", timeout=120,
+                          check=False)
     return done.stdout.splitlines()
 
 

@@ -6,6 +6,7 @@ said "TTL plus 1m" while the evictor waited TTL plus 6m15s."""
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from kubectl_desched.framework.plan import Candidate
 from kubectl_desched.model.durations import parse_duration
 from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.plugins import in_tree_registry
+from kubectl_desched.term import bars
 from tests import builders as b
 
 REGISTRY_KEY = "kubectl_desched.registry"  # where cli.plugin_flags.registry() keeps the loaded plugins
@@ -126,6 +128,23 @@ def check_max_pod_lifetime() -> None:
     assert args["states"] == [m.group(1)] and args["maxPodLifeTimeSeconds"] == parse_duration(m.group(2))
 
 
+def check_bars() -> None:
+    """Unasked, the bars are drawn on a terminal and as wide as it is, never into a pipe or a file."""
+    (text,) = stated("--bars")
+    assert text == "on a terminal, where the table still fits its width", text
+    assert parsed(groups.output).bars is None
+
+    class Stream:
+        def __init__(self, tty: bool) -> None:
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    assert bars.room(None, Stream(False)) is None
+    assert bars.room(None, Stream(True)) == shutil.get_terminal_size().columns
+
+
 def shown(group: groups.OptionGroup[Any], attribute: str, read: Callable[[str], Any] = str) -> Callable[[str], None]:
     """A click-shown default: the value the group hands on is the one --help shows."""
     def check(flag: str) -> None:
@@ -150,6 +169,7 @@ STATED: dict[str, Callable[[], None] | str] = {
     "--namespace": "the context's namespace: tests/unit/cli/test_startup_imports.py reads it from a kubeconfig",
     "--no-wait-landing": "a switch: says what the run does without it",
     "--keep-futile": "a switch: says what the run does without it",
+    "--bars": check_bars,
     "--full": "a switch: says what explain does without it",
 }
 SHOWN = {
