@@ -70,5 +70,7 @@ def format_resource(name: str, value: float) -> str:
 
 
 def fmt_pct(v: float) -> str:
-    """A percentage as tables show it: one decimal, none when it is whole (52.5%, 50%)."""
-    return f"{v:.1f}%".replace(".0%", "%")
+    """A percentage as tables show it: one decimal, none when it is whole (52.5%, 50%). From the two decimals the
+    documents keep, whatever it is given: a plugin's 1.953 and a table's 1.95 must both read 1.9%, where rounding
+    the first directly gave 2% beside the table's 1.9% for the same node."""
+    return f"{round(v, 2):.1f}%".replace(".0%", "%")
