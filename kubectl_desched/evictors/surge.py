@@ -37,7 +37,7 @@ POLL = 0.5
 MERGE_PATCH = "application/merge-patch+json"
 SURGE_PERMISSIONS = (
     Permission("get", "pods"), Permission("list", "pods"), Permission("patch", "pods"),
-    Permission("get", "deployments", "apps"), Permission("list", "replicasets", "apps"),
+    Permission("list", "deployments", "apps"), Permission("list", "replicasets", "apps"),
     Permission("get", "deployments", "apps", "scale"), Permission("update", "deployments", "apps", "scale"),
     Permission("list", "horizontalpodautoscalers", "autoscaling"),
 )
