@@ -15,7 +15,7 @@ from kubectl_desched.framework.surge import Target, surge_target
 from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
+from kubectl_desched.ui.emptying import emptying_docs, emptying_lines, node_note
 from tests.builders import node, pdb, pod
 
 
@@ -89,6 +89,20 @@ def test_a_node_already_cordoned_is_not_ours_to_cordon() -> None:
     objs[3] = node("light-2", unschedulable=True)
     plan = _plan("HighNodeUtilization", objs, cordon=True)
     assert "light-2" not in plan.emptying and "light-1" in plan.emptying
+    # explain node does not tell to pass the --cordon given: the node is left as it is, and says so
+    assert node_note(plan, "light-2") == ("HighNodeUtilization empties under-utilized nodes: it is already "
+                                          "unschedulable, so no replacement lands on it (--cordon leaves it as it is)")
+
+
+def test_explain_node_says_what_cordon_does_where_the_plugin_moves_nothing() -> None:
+    assert "with --cordon it is cordoned first" in str(node_note(_plan("HighNodeUtilization", _consolidation()),
+                                                                 "light-1"))
+    plan = _plan("HighNodeUtilization", _consolidation(), cordon=True)
+    plan_none = _plan("HighNodeUtilization", _consolidation()[:4], cordon=True)  # no pod to move: nothing cordoned
+    assert str(node_note(plan, "light-1")).startswith("removable after the plan (--cordon)")
+    assert plan_none.emptying == {}
+    assert node_note(plan_none, "light-1") == ("HighNodeUtilization empties under-utilized nodes, but planned no "
+                                               "move: --cordon cordons nothing")
 
 
 def test_holds_node_leaves_out_daemonsets_mirrors_finished_and_terminating_pods() -> None:
