@@ -238,12 +238,15 @@ class EvictionPlan:
     def surge_reason(self, pod: Pod, refused: str | None) -> str:
         """With --surge, what makes an eviction unsafe for this pod, "" when nothing does: its PDB refuses it, or
         it is its workload's last ready pod."""
-        if refused:
-            return refused
+        return refused or self.only_ready(pod, self.state.owner_pods(pod))
+
+    def only_ready(self, pod: Pod, siblings: list[Pod]) -> str:
+        """"its workload's only ready pod" when it is the only ready one of `siblings` (its ReplicaSet's pods, those
+        the plan evicts before it left out), else ""."""
         if not pod.ready or pod.controller is None or pod.controller.kind != "ReplicaSet":
             return ""
-        siblings = [p for p in self.state.owner_pods(pod) if p.ready and not p.terminating]
-        return "its workload's only ready pod" if siblings == [pod] else ""
+        ready = [p for p in siblings if p.ready and not p.terminating]
+        return "its workload's only ready pod" if ready == [pod] else ""
 
     def _klass(self, node: str, plugin: str) -> str | None:
         return next((r.klass for r in self.node_reports.get(node, ()) if r.plugin == plugin), None)

@@ -16,6 +16,7 @@ from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
 from kubectl_desched.ui.emptying import emptying_docs, emptying_lines, node_note
+from kubectl_desched.ui.explain import explain_pod_doc
 from tests.builders import node, pdb, pod
 
 
@@ -225,6 +226,11 @@ def test_surge_moves_a_workloads_only_ready_pod_without_a_budget() -> None:
     assert [c.method for c in plain.candidates] == ["evict"]
     surged = _plan("LowNodeUtilization", objs, surge=True)
     assert [(c.method, c.why_surge) for c in surged.candidates] == [("surge", "its workload's only ready pod")]
+    # explain pod, without --surge, says the eviction it plans could be a surge (the plan's state hides the pod)
+    solo = plain.candidates[0].pod
+    assert explain_pod_doc(plain, solo, ["LowNodeUtilization"])["surge"] == (
+        "movable with --surge: Deployment solo scaled 1 -> 2 until its new pod is Ready, then back, so its ready "
+        "pods never drop below the start")
 
 
 def test_a_surge_is_placed_with_the_old_pod_still_holding_its_requests() -> None:
