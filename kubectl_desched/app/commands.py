@@ -12,7 +12,6 @@ from kubectl_desched import errors, interrupts
 from kubectl_desched.app.advice import advice_lines, advise
 from kubectl_desched.app.documents import describe_run, emit, plan_meta, write_report
 from kubectl_desched.app.evicting import act
-from kubectl_desched.app.landings import GONE
 from kubectl_desched.app.loading import Loaded, load
 from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import default_namespace
@@ -214,7 +213,7 @@ def _one_round(opts: Options, policy: Policy, report: Report | None, number: int
             doc["landings"] = landings
         doc["advice"] = advice
         emit(doc, opts.output, opts.view)
-    evicted = sum(1 for r in results or () if r.outcome in GONE)
+    evicted = sum(1 for r in results or () if r.gone)
     return _Round(code, len(plan.candidates), evicted, measure, landings, last=mode != "evict")
 
 

@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     from kubectl_desched.kube.landings import Evicted, Landed
     from kubectl_desched.model.state import ClusterState
 
-# Outcomes after which the pod is gone and its controller makes a replacement now (a PodMigrationJob that
-# succeeded has evicted it; one only created has not yet; a surge's replacement came first).
-GONE = frozenset({"evicted", "succeeded", "moved"})
-
 
 # Module-level stand-ins that import on first call (and that tests can replace).
 def wait(conn: Connection, evicted: list[Evicted], known: set[str], timeout: float) -> dict[int, Landed]:
@@ -61,7 +57,7 @@ def landings_doc(conn: Connection, plan: EvictionPlan, placement: Placement | No
     bound, then reads the nodes they left and landed on. None when no pod was evicted."""
     from kubectl_desched.kube.landings import Evicted
 
-    gone = [r for r in results if r.outcome in GONE and r.candidate.pod.controller is not None]
+    gone = [r for r in results if r.gone and r.candidate.pod.controller is not None]
     if not gone:
         return None
     evicted = [Evicted(p.namespace, p.name, p.controller.uid if p.controller else "", template_labels(p, plan),

@@ -50,10 +50,12 @@ def results_summary(results: list[EvictionResult], interrupted: bool = False, by
 
 def _what_is_known(results: list[EvictionResult]) -> str:
     """After an interrupt, what each pod is known to be: "possibly" only where no answer says."""
-    known = {"evicted": 0, "possibly evicted (no answer)": 0, "still migrating (Koordinator carries on)": 0,
-             "not evicted": 0, "not attempted": 0}
+    known = {"evicted": 0, "moved replacement first": 0, "possibly evicted (no answer)": 0,
+             "still migrating (Koordinator carries on)": 0, "not evicted": 0, "not attempted": 0}
     for r in results:
-        if r.outcome in ("evicted", "succeeded"):
+        if r.surge and r.gone:
+            known["moved replacement first"] += 1
+        elif r.outcome in ("evicted", "succeeded"):
             known["evicted"] += 1
         elif r.outcome == "unknown":  # in flight when abandoned, or its answer lost
             known["possibly evicted (no answer)"] += 1

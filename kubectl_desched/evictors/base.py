@@ -31,8 +31,12 @@ OK_OUTCOMES = frozenset({
     "conflict",
     "created", "succeeded",    # PodMigrationJob created (--no-wait) / ended Succeeded
     "would create",            # PodMigrationJob accepted by a server dry run
-    "moved", "would surge",    # --surge: replacement Ready and the pod removed / accepted by a server dry run
 })
+
+# A surge's (--surge, evictors/surge.py) successes: its replacement Ready and the pod removed by its ReplicaSet /
+# accepted by a server dry run. Judged by the candidate's method: the Eviction API's "moved" is a pod found on
+# another node and not evicted, a failure.
+SURGE_OK_OUTCOMES = frozenset({"moved", "would surge"})
 
 # Outcomes after which the pod is, or may be, going away: --wait-ready waits for its owner after these.
 DISRUPTIVE_OUTCOMES = frozenset({"evicted", "unknown", "created", "succeeded",
@@ -71,12 +75,23 @@ class EvictionResult:
     notes: list[str] = field(default_factory=list)  # e.g. "event not recorded: ..." (warnings, not failures)
 
     @property
+    def surge(self) -> bool:
+        return getattr(self.candidate, "method", "evict") == "surge"  # a runner's stand-in candidate may have none
+
+    @property
     def ok(self) -> bool:
-        return self.outcome in OK_OUTCOMES
+        return self.outcome in (SURGE_OK_OUTCOMES if self.surge else OK_OUTCOMES)
 
     @property
     def disruptive(self) -> bool:
-        return self.outcome in DISRUPTIVE_OUTCOMES
+        """A surge never is: its workload's ready count does not drop, whatever its outcome."""
+        return not self.surge and self.outcome in DISRUPTIVE_OUTCOMES
+
+    @property
+    def gone(self) -> bool:
+        """The pod is gone and its controller makes its replacement now: a PodMigrationJob that succeeded has
+        evicted it (one only created has not yet); a surge's replacement came first."""
+        return self.outcome == "moved" if self.surge else self.outcome in ("evicted", "succeeded")
 
 
 def default_live_line(r: EvictionResult) -> str | None:

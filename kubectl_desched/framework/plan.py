@@ -239,13 +239,17 @@ class EvictionPlan:
 
     def surge_reason(self, pod: Pod, refused: str | None) -> str:
         """With --surge, what makes an eviction unsafe for this pod, "" when nothing does: its PDB refuses it, or
-        it is its workload's last ready pod."""
-        if refused:
-            return refused
+        it is its workload's only pod."""
+        return refused or self.only_ready(pod, self.state.owner_pods(pod))
+
+    def only_ready(self, pod: Pod, siblings: list[Pod]) -> str:
+        """"its workload's only pod" when it is the only one of `siblings` (its ReplicaSet's pods, those the plan
+        evicts before it left out), a single replica, else "". With more pods a surge needs them all Ready
+        (surge_blocker), and an eviction leaves the others serving."""
         if not pod.ready or pod.controller is None or pod.controller.kind != "ReplicaSet":
             return ""
-        siblings = [p for p in self.state.owner_pods(pod) if not p.terminating]
-        return "its workload's only pod" if siblings == [pod] else ""
+        live = [p for p in siblings if not p.terminating]
+        return "its workload's only pod" if live == [pod] else ""
 
     def surge_blocker(self, pod: Pod) -> str | None:
         """Why a surge would remove another pod than this one: a ReplicaSet scaling down removes an unready pod

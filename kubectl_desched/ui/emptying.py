@@ -60,10 +60,16 @@ def node_note(plan: EvictionPlan, name: str) -> str | None:
                    f"mirror pods ({d['moved']} moved off)"
         return f"not removable after the plan (--cordon): {len(d['staying'])} pod(s) stay, so it is uncordoned " \
                "after the moves"
+    node = plan.cluster.nodes.get(name)
     for ev in plan.evictors:
         for plugin in ev.plugins.values():
             klass = plugin.empties
             if klass and any(r.plugin == plugin.name and r.klass == klass for r in plan.node_reports.get(name, ())):
+                if node is not None and node.unschedulable:  # --cordon never touches it, nor uncordons it
+                    return f"{plugin.name} empties {klass} nodes: it is already unschedulable, so no replacement " \
+                           "lands on it (--cordon leaves it as it is)"
+                if plan.limits.cordon:
+                    return f"{plugin.name} empties {klass} nodes, but planned no move: --cordon cordons nothing"
                 return f"{plugin.name} empties {klass} nodes: with --cordon it is cordoned first, so its pods' " \
                        "replacements cannot land back on it (explain node --cordon says what would stay)"
     return None

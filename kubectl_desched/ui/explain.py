@@ -252,7 +252,7 @@ def _surge_note(plan: EvictionPlan, pod: Pod, verdict: str) -> str | None:
     if plan.limits.surge or verdict == "move":
         return None
     kept = plan.kept_by_pdb.get(id(pod))
-    hurt = kept[2] if kept else plan.surge_reason(pod, None) if verdict == "evict" else ""
+    hurt = kept[2] if kept else _only_ready_when_evicted(plan, pod) if verdict == "evict" else ""
     if not hurt:
         return None
     target = surge_target(pod, plan.cluster.extra)
@@ -260,6 +260,17 @@ def _surge_note(plan: EvictionPlan, pod: Pod, verdict: str) -> str | None:
         return f"not movable with --surge: {target}"
     return (f"movable with --surge: Deployment {target.deployment} scaled {target.replicas} -> {target.replicas + 1} "
             "until its new pod is Ready, then back, so its ready pods never drop below the start")
+
+
+def _only_ready_when_evicted(plan: EvictionPlan, pod: Pod) -> str:
+    """For a candidate: whether it is its workload's only pod once the pods planned before it are gone. The
+    plan's state hides every candidate, the pod too, so the siblings are the ones as read less those before it."""
+    before: set[int] = set()
+    for c in plan.candidates:
+        if c.pod is pod:
+            break
+        before.add(id(c.pod))
+    return plan.only_ready(pod, [p for p in plan.cluster.owner_pods(pod) if id(p) not in before])
 
 
 def _indent(text: str) -> str:

@@ -1,5 +1,7 @@
 """HighNodeUtilization: empty under-utilized nodes so the cluster can scale down; pods move onto the other
-schedulable nodes (best with a scheduler that packs, e.g. MostAllocated scoring). Usage is pods' requests."""
+schedulable nodes. A scheduler that spreads (the default LeastAllocated) sends them back to the emptiest nodes, the
+ones being emptied, unless --cordon cordons those first (or the scheduler packs, e.g. MostAllocated scoring). Usage
+is pods' requests."""
 
 from __future__ import annotations
 

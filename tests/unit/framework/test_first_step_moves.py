@@ -15,7 +15,8 @@ from kubectl_desched.framework.surge import Target, surge_target
 from kubectl_desched.model.objects import pod_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.plugins import full_registry
-from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
+from kubectl_desched.ui.emptying import emptying_docs, emptying_lines, node_note
+from kubectl_desched.ui.explain import explain_pod_doc
 from tests.builders import node, pdb, pod
 
 
@@ -89,6 +90,20 @@ def test_a_node_already_cordoned_is_not_ours_to_cordon() -> None:
     objs[3] = node("light-2", unschedulable=True)
     plan = _plan("HighNodeUtilization", objs, cordon=True)
     assert "light-2" not in plan.emptying and "light-1" in plan.emptying
+    # explain node does not tell to pass the --cordon given: the node is left as it is, and says so
+    assert node_note(plan, "light-2") == ("HighNodeUtilization empties under-utilized nodes: it is already "
+                                          "unschedulable, so no replacement lands on it (--cordon leaves it as it is)")
+
+
+def test_explain_node_says_what_cordon_does_where_the_plugin_moves_nothing() -> None:
+    assert "with --cordon it is cordoned first" in str(node_note(_plan("HighNodeUtilization", _consolidation()),
+                                                                 "light-1"))
+    plan = _plan("HighNodeUtilization", _consolidation(), cordon=True)
+    plan_none = _plan("HighNodeUtilization", _consolidation()[:4], cordon=True)  # no pod to move: nothing cordoned
+    assert str(node_note(plan, "light-1")).startswith("removable after the plan (--cordon)")
+    assert plan_none.emptying == {}
+    assert node_note(plan_none, "light-1") == ("HighNodeUtilization empties under-utilized nodes, but planned no "
+                                               "move: --cordon cordons nothing")
 
 
 def test_holds_node_leaves_out_daemonsets_mirrors_finished_and_terminating_pods() -> None:
@@ -211,6 +226,11 @@ def test_surge_moves_a_workloads_only_ready_pod_without_a_budget() -> None:
     assert [c.method for c in plain.candidates] == ["evict"]
     surged = _plan("LowNodeUtilization", objs, surge=True)
     assert [(c.method, c.why_surge) for c in surged.candidates] == [("surge", "its workload's only pod")]
+    # explain pod, without --surge, says the eviction it plans could be a surge (the plan's state hides the pod)
+    solo = plain.candidates[0].pod
+    assert explain_pod_doc(plain, solo, ["LowNodeUtilization"])["surge"] == (
+        "movable with --surge: Deployment solo scaled 1 -> 2 until its new pod is Ready, then back, so its ready "
+        "pods never drop below the start")
 
 
 def test_a_surge_is_placed_with_the_old_pod_still_holding_its_requests() -> None:
