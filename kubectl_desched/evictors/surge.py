@@ -44,7 +44,8 @@ MERGE_PATCH = "application/merge-patch+json"
 TEMPLATE_HASH = "pod-template-hash"  # the label a ReplicaSet of a Deployment gives its pods
 SURGE_PERMISSIONS = (
     Permission("get", "pods"), Permission("list", "pods"), Permission("patch", "pods"),
-    Permission("list", "deployments", "apps"), Permission("list", "replicasets", "apps"),
+    Permission("get", "deployments", "apps"), Permission("list", "deployments", "apps"),
+    Permission("list", "replicasets", "apps"),
     Permission("get", "deployments", "apps", "scale"), Permission("update", "deployments", "apps", "scale"),
     Permission("list", "horizontalpodautoscalers", "autoscaling"),
 )

@@ -14,8 +14,9 @@ import urllib3
 from kubectl_desched.evictors import cordon as cordon_mod
 from kubectl_desched.evictors import surge as surge_mod
 from kubectl_desched.evictors.cordon import Cordons
-from kubectl_desched.evictors.surge import DELETION_COST, Surger
+from kubectl_desched.evictors.surge import DELETION_COST, SURGE_PERMISSIONS, Surger
 from kubectl_desched.framework.plan import Candidate
+from kubectl_desched.kube.access import Permission
 from kubectl_desched.kube.config import Connection
 from kubectl_desched.model.objects import pod_from_json
 from tests.builders import pod as pod_obj
@@ -286,3 +287,21 @@ def test_an_uncordon_that_fails_names_the_command(nodes: Nodes) -> None:
     assert records[0]["uncordoned"] is False and "error" in records[0]
     assert any(line.startswith("error: b could not be uncordoned") and "`kubectl uncordon b`" in line
                for line in nodes.said)
+
+
+def _needed(method: str, path: str) -> Permission:
+    """The permission one request of the move needs, as the API server's authorizer sees it."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    rest = parts[4:] if parts[0] == "api" else parts[5:]  # after namespaces/<ns>
+    resource, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+    verb = {"GET": "get" if name else "list", "PUT": "update", "PATCH": "patch"}[method]
+    return Permission(verb, resource, group, sub)
+
+
+def test_the_preflight_asks_for_every_permission_a_move_and_its_undo_use(world: World) -> None:
+    world.new_ready = False
+    _surger(timeout=0.2).move(_candidate(world), threading.Event())  # up, wait, then every undo step
+    world.new_ready = True
+    _surger().move(_candidate(world), threading.Event())  # the whole move
+    assert {_needed(m, p) for m, p in world.calls} - set(SURGE_PERMISSIONS) == set()
