@@ -174,7 +174,12 @@ def advise(policy: Policy, state: ClusterState, scope: Scope, plan: EvictionPlan
             entry["suggestion"] = {"flags": flags, "argsChanged": trial is not policy,
                                    "scopeChanged": where is not scope, "rounds": None, "moves": None,
                                    "overAfter": None}
-        entry["keptFutile"] = sum(1 for _p, name, _w in plan.kept_futile.values() if name == plugin)
+        futile = [(p, why) for p, name, why in plan.kept_futile.values() if name == plugin]
+        entry["keptFutile"] = len(futile)
+        if futile:  # what the moves would have done, and the explain that shows it, as this command ran the plugin
+            entry["futileWhy"] = _futile_kinds([why for _p, why in futile])
+            entry["explain"] = f"explain node {futile[0][0].node_name} " + (
+                f"--policy {policy.source}" if policy.from_file else f"--plugin {plugin}")
         out.append(entry)
     return out + _first_steps(policy, state, scope, plan)
 
@@ -235,9 +240,22 @@ def advice_lines(advice: list[dict[str, Any]]) -> list[str]:
         lines.append(text)
         if a["keptFutile"]:
             lines.append(f"{a['keptFutile']} pod(s) {a['plugin']} picked were kept because their moves would change "
-                         "nothing (pinned by selectors, affinity or taints, or no room elsewhere): "
-                         f"explain node {a['overAfter'][0]} says why")
+                         f"nothing ({a['futileWhy']}): {a['explain']} says why")
     return lines
+
+
+# What a futile move's reason (plan.futility) says it would have done, in the advice's words.
+_FUTILE_KINDS = (("would land back", "land back on their node"), ("is leaving", "swap with a pod of their workload"),
+                 ("putting it over", "put another node over the targets"), ("stay Pending", "stay Pending"),
+                 (", also ", "land on a node in the same class"))
+
+
+def _futile_kinds(whys: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for why in whys:
+        kind = next((said for key, said in _FUTILE_KINDS if key in why), "break the plugin's rule where they land")
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} would {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _first_step_line(a: dict[str, Any]) -> str:
