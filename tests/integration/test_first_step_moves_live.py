@@ -355,3 +355,41 @@ def test_a_surge_plan_applied_later_moves_replacement_first(sim: SimCluster, sim
     assert watch.lowest is not None and watch.lowest >= 1
     sim.wait_workloads_ready(ns)
     assert hot not in sim.placements(ns, "app=checkout").values()
+
+
+def test_a_failed_eviction_leaves_its_node_uncordoned_and_says_so(sim: SimCluster, sim_namespace: str) -> None:
+    """An error path: api's budget allows nothing, --no-respect-pdbs plans it anyway, the Eviction API refuses it
+    (429) until --timeout; its node keeps the pod and is uncordoned, the other light node is emptied."""
+    ns = sim_namespace
+    _busy, light = _consolidation(sim, ns)
+    sim.apply(pdb(ns, "api", "api", min_available=1))
+    sim.wait_workloads_ready(ns)
+    api_node = next(iter(sim.placements(ns, "app=api").values()))
+    proc = desched(sim.kubeconfig_for(), "balance", *HNU, "--cordon", "--no-respect-pdbs", *_scope(ns), "--yes",
+                   "--timeout", "3s", "--no-pager", timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert not _unschedulable(sim, api_node) and _holding(sim, ns, api_node)
+    assert f"{api_node} was not emptied (1 pod(s) stay: {ns}/" in proc.stderr and "uncordoned" in proc.stderr
+    for node in set(light) - {api_node}:
+        if not _holding(sim, ns, node):
+            assert _unschedulable(sim, node) and f"{node} is empty and stays cordoned" in proc.stderr
+
+
+def test_a_surge_whose_new_pod_never_starts_times_out_and_restores(sim: SimCluster, sim_namespace: str) -> None:
+    """The timeout path, as the Ctrl-C one above: the new pod cannot start (the port), --timeout 5s ends the wait."""
+    ns = sim_namespace
+    port = {"ports": [{"containerPort": 80, "hostPort": 18080}]}
+    _hot, cold = _guarded(sim, ns, "checkout", 1, 1, port)
+    (old,) = sim.placements(ns, "app=checkout")
+    for i, node in enumerate(cold):
+        sim.apply(_bare(ns, f"port-{i}", node, "10m", **port))
+    proc = desched(sim.kubeconfig_for(), "balance", *BALANCE, "--surge", *_scope(ns), "--yes", "--timeout", "5s",
+                   "-o", "json", timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    (result,) = json.loads(proc.stdout)["evictions"]
+    assert result["result"] == "timed out" and "replicas restored, the pod stays" in result["message"]
+    assert sim._must("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/checkout")["spec"]["replicas"] == 1
+    pod = sim._must("GET", f"/api/v1/namespaces/{ns}/pods/{old}")
+    assert "controller.kubernetes.io/pod-deletion-cost" not in (pod["metadata"].get("annotations") or {})
+    sim.wait_workloads_ready(ns)
+    assert list(sim.placements(ns, "app=checkout")) == [old]
