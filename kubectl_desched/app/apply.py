@@ -27,7 +27,7 @@ from kubectl_desched.errors import DeschedError, StaleError, UsageError
 from kubectl_desched.evictors.base import now
 from kubectl_desched.framework.plan import EvictionPlan, Limits
 from kubectl_desched.framework.policy_decoder import Policy
-from kubectl_desched.framework.surge import SURGE_KINDS, surge_target
+from kubectl_desched.framework.surge import SURGE_KINDS
 from kubectl_desched.framework.types import EvictOptions, Plugin
 from kubectl_desched.model import Node, Pod
 from kubectl_desched.model.durations import format_duration, parse_time
@@ -190,7 +190,7 @@ def recheck(candidates: list[dict[str, Any]], state: ClusterState, limits: Limit
         refused = plan.pdb_refusal(pod) if limits.respect_pdbs else None
         surge = ""
         if c.get("method") == "surge":
-            target = surge_target(pod, state.extra)
+            target = plan.surge_target(pod)
             if isinstance(target, str):
                 leave(c, "refused", f"--surge cannot move it now: {target}")
                 continue

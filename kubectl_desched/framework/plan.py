@@ -17,7 +17,7 @@ from kubectl_desched.framework.placement import (
     over_targets,
     workload_of,
 )
-from kubectl_desched.framework.surge import surge_target
+from kubectl_desched.framework.surge import Target, surge_target
 from kubectl_desched.framework.types import EvictOptions, EvictorPlugin, EvictOutcome, EvictStatus, Plugin
 from kubectl_desched.model.objects import Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
@@ -48,7 +48,7 @@ class Limits:
     # plugin goes on (futility below). True plans it anyway, as upstream does, with the reason as a warning.
     keep_futile: bool = False
     # --cordon: the nodes a plugin empties (Plugin.empties) are cordoned before the first eviction, so the estimate
-    # lands no replacement on them. --surge: a Deployment's pod its PDB refuses, or its workload's last ready pod,
+    # lands no replacement on them. --surge: a Deployment's pod its PDB refuses, or its workload's only pod,
     # moves replacement first (framework/surge.py) instead of being kept.
     cordon: bool = False
     surge: bool = False
@@ -67,7 +67,7 @@ class Candidate:
     # Why the move would change nothing, planned anyway with --keep-futile (else such a pod is kept).
     futile: str | None = None
     method: str = "evict"  # or "surge": scaled up by one, the pod removed once its replacement is Ready
-    why_surge: str = ""  # what makes an eviction unsafe for it (the PDB, its last ready pod)
+    why_surge: str = ""  # what makes an eviction unsafe for it (the PDB, its single replica)
 
 
 @dataclass
@@ -240,9 +240,9 @@ class EvictionPlan:
     def surge_reason(self, pod: Pod, refused: str | None) -> str:
         """With --surge, what makes an eviction unsafe for this pod, "" when nothing does: its PDB refuses it, or
         it is its workload's only pod."""
-        return refused or self.only_ready(pod, self.state.owner_pods(pod))
+        return refused or self.only_pod(pod, self.state.owner_pods(pod))
 
-    def only_ready(self, pod: Pod, siblings: list[Pod]) -> str:
+    def only_pod(self, pod: Pod, siblings: list[Pod]) -> str:
         """"its workload's only pod" when it is the only one of `siblings` (its ReplicaSet's pods, those the plan
         evicts before it left out), a single replica, else "". With more pods a surge needs them all Ready
         (surge_blocker), and an eviction leaves the others serving."""
@@ -251,14 +251,18 @@ class EvictionPlan:
         live = [p for p in siblings if not p.terminating]
         return "its workload's only pod" if live == [pod] else ""
 
-    def surge_blocker(self, pod: Pod) -> str | None:
-        """Why a surge would remove another pod than this one: a ReplicaSet scaling down removes an unready pod
-        before any ready one, whatever its deletion cost."""
+    def surge_target(self, pod: Pod) -> Target | str:
+        """The Deployment a surge of this pod scales, or why it cannot (framework/surge.py's rules on the objects
+        read), also when a ReplicaSet scaling back would remove another pod: it removes an unready pod before any
+        ready one, whatever its deletion cost. The plan, apply's re-check and explain all ask this."""
+        target = surge_target(pod, self.cluster.extra)
+        if isinstance(target, str):
+            return target
         unready = [p for p in self.state.owner_pods(pod) if not p.terminating and not p.ready]
         if unready:
-            return (f"{len(unready)} other pod(s) of ReplicaSet {pod.controller.name if pod.controller else ''} "
-                    "are not Ready, and scaling back would remove one of them instead")
-        return None
+            return (f"{len(unready)} other pod(s) of ReplicaSet {target.replicaset} are not Ready, and scaling "
+                    "back would remove one of them instead")
+        return target
 
     def _klass(self, node: str, plugin: str) -> str | None:
         return next((r.klass for r in self.node_reports.get(node, ()) if r.plugin == plugin), None)
@@ -366,9 +370,7 @@ class ProfileEvictor:
         refused = self.plan.pdb_refusal(pod) if limits.respect_pdbs else None
         surge = self.plan.surge_reason(pod, refused) if limits.surge else ""
         if surge:
-            target = surge_target(pod, self.plan.cluster.extra)
-            if not isinstance(target, str):
-                target = self.plan.surge_blocker(pod) or target
+            target = self.plan.surge_target(pod)
             if isinstance(target, str):
                 surge = ""
                 if refused:

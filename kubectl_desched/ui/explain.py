@@ -7,7 +7,6 @@ from typing import Any
 
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
 from kubectl_desched.framework.predicates import why_not_node_fit
-from kubectl_desched.framework.surge import surge_target
 from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.term.tables import plain_table
@@ -252,17 +251,17 @@ def _surge_note(plan: EvictionPlan, pod: Pod, verdict: str) -> str | None:
     if plan.limits.surge or verdict == "move":
         return None
     kept = plan.kept_by_pdb.get(id(pod))
-    hurt = kept[2] if kept else _only_ready_when_evicted(plan, pod) if verdict == "evict" else ""
+    hurt = kept[2] if kept else _only_pod_when_evicted(plan, pod) if verdict == "evict" else ""
     if not hurt:
         return None
-    target = surge_target(pod, plan.cluster.extra)
+    target = plan.surge_target(pod)
     if isinstance(target, str):
         return f"not movable with --surge: {target}"
     return (f"movable with --surge: Deployment {target.deployment} scaled {target.replicas} -> {target.replicas + 1} "
             "until its new pod is Ready, then back, so its ready pods never drop below the start")
 
 
-def _only_ready_when_evicted(plan: EvictionPlan, pod: Pod) -> str:
+def _only_pod_when_evicted(plan: EvictionPlan, pod: Pod) -> str:
     """For a candidate: whether it is its workload's only pod once the pods planned before it are gone. The
     plan's state hides every candidate, the pod too, so the siblings are the ones as read less those before it."""
     before: set[int] = set()
@@ -270,7 +269,7 @@ def _only_ready_when_evicted(plan: EvictionPlan, pod: Pod) -> str:
         if c.pod is pod:
             break
         before.add(id(c.pod))
-    return plan.only_ready(pod, [p for p in plan.cluster.owner_pods(pod) if id(p) not in before])
+    return plan.only_pod(pod, [p for p in plan.cluster.owner_pods(pod) if id(p) not in before])
 
 
 def _indent(text: str) -> str:

@@ -257,3 +257,17 @@ def test_the_selector_and_the_line_prompt_show_a_surge_as_such() -> None:
     assert Selection([c])._row_text(row).endswith("LowNodeUtilization  (surge)")
     assert any(line.startswith("method     surge: replacement first, as PodDisruptionBudget checkout")
                for line in details(c))
+
+
+def test_explain_refuses_a_surge_the_plan_would_refuse() -> None:
+    """One rule for the plan, apply and explain: with an unready pod in its ReplicaSet, scaling back would remove
+    that pod, so explain must not call the kept one movable."""
+    objs = _over_utilized()
+    objs[4] = pod("checkout-b", "n1", cpu="1500m", owner_name="checkout-rs", labels={"app": "checkout"})  # unready
+    plain = _plan("LowNodeUtilization", objs)
+    kept = next(p for p, _plugin, _why in plain.kept_by_pdb.values() if p.name == "checkout-a")
+    assert explain_pod_doc(plain, kept, ["LowNodeUtilization"])["surge"] == (
+        "not movable with --surge: 1 other pod(s) of ReplicaSet checkout-rs are not Ready, and scaling back would "
+        "remove one of them instead")
+    surged = _plan("LowNodeUtilization", objs, surge=True)
+    assert surged.candidates == []
