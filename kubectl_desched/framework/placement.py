@@ -144,6 +144,10 @@ class _Cluster:
         self.moving: set[int] = set()  # evicted, their replacement being placed: terminating
         self.used: dict[str, dict[str, float]] = {n.name: {"pods": 0.0} for n in self.nodes}
         self.nonzero: dict[str, dict[str, float]] = {n.name: dict.fromkeys(SCORED, 0.0) for n in self.nodes}
+        # Bumped whenever a node's requests change. A move changes two nodes: what a replacement of one request
+        # shape found of the others (fit, base score) is still true, and _by_shape keeps it per shape.
+        self.version: dict[str, int] = dict.fromkeys(self.used, 0)
+        self._by_shape: dict[tuple[Any, ...], dict[str, tuple[int, str | None, int]]] = {}
         # Every pod per namespace, for inter-pod terms (in_ns): grouped when first asked for, as most plans have
         # none to check; the replacements landed so far, by namespace.
         self._pods_by_ns: dict[str, list[Pod]] | None = None
@@ -213,6 +217,15 @@ class _Cluster:
             self._orders[key] = found
         return found
 
+    def by_shape(self, pod: Pod) -> dict[str, tuple[int, str | None, int]]:
+        """What replacements requesting what this pod requests found of each node they looked at: the node's
+        version then, why it did not fit (None: it did) and its _base_score."""
+        return self._by_shape.setdefault(tuple(pod.requests.items()), {})
+
+    def fit_and_base(self, pod: Pod, name: str) -> tuple[int, str | None, int]:
+        refusal = _fits(pod, self.nodes_by_name[name], self.used[name])
+        return self.version[name], refusal, 0 if refusal else _base_score(pod, name, self)
+
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
         self._landed[pod.namespace].append((pod, node))
@@ -267,6 +280,7 @@ class _Cluster:
         else:
             self.gone.discard(id(pod))
         used, requests = self.used[node], pod.requests
+        self.version[node] += 1
         used["pods"] += step
         for k, v in requests.items():
             used[k] = used.get(k, 0.0) + step * v
@@ -301,6 +315,7 @@ class _Cluster:
 
     def _add(self, pod: Pod, node: str, replacement: bool = False) -> None:
         used, requests = self.used[node], pod.requests
+        self.version[node] += 1
         used["pods"] += 1
         for k, v in requests.items():
             used[k] = used.get(k, 0.0) + v
@@ -612,34 +627,34 @@ class _SpreadCheck:
         return None
 
 
-def _scores(pod: Pod, feasible: list[Node], cl: _Cluster) -> dict[str, int]:
-    """The modelled default score plugins summed with their weights: NodeResourcesFit's LeastAllocated (requests
+def _base_score(pod: Pod, name: str, cl: _Cluster) -> int:
+    """What the node scores before the terms that depend on other pods: NodeResourcesFit's LeastAllocated (requests
     with the scheduler's defaults for unset ones) and BalancedAllocation (the requests as set), each 0-100 in
-    integers as kube-scheduler computes them, weight 1 each; NodeAffinity's preferred terms (2),
-    PodTopologySpread's system default constraints (2), TaintToleration (3) and InterPodAffinity (2)."""
+    integers as kube-scheduler computes them, weight 1 each, and TaintToleration's best (3 x 100; _taint_scores
+    takes off what the few tainted nodes lose)."""
     want = pod.requests
     cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
-    cpu_nz_want, mem_nz_want = cpu_want or NONZERO_CPU, mem_want or NONZERO_MEMORY
-    caps, nonzeros, useds, gain = cl.caps, cl.nonzero, cl.used, cl.balance_gain
-    out = {}
-    for n in feasible:
-        name = n.name
-        (cpu_cap, mem_cap), nonzero, used = caps[name], nonzeros[name], useds[name]
-        cpu_nz, mem_nz = nonzero["cpu"] + cpu_nz_want, nonzero["memory"] + mem_nz_want
-        least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
-            (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
-        # BalancedAllocation: 100 less half the gap between the cpu and memory fractions (each at most 1)
-        cpu_used, mem_used = used.get("cpu", 0.0), used.get("memory", 0.0)
-        cpu_f = min((cpu_used + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-        mem_f = min((mem_used + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
-        balanced = int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
-        if gain:  # 1.36 on: the change the pod makes to the node's balance, from 50 (worse) to 100 (better)
-            cpu_f = min(cpu_used / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-            mem_f = min(mem_used / mem_cap, 1.0) if mem_cap > 0 else 1.0
-            balanced = HALF_SCORE + (HALF_SCORE + balanced - int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)) // 2
-        # TaintToleration's best (no untolerated PreferNoSchedule taint) to every node: _taint_scores takes off
-        # what the few tainted ones lose.
-        out[name] = least // 2 + balanced + TAINT_WEIGHT * MAX_SCORE
+    (cpu_cap, mem_cap), nonzero, used = cl.caps[name], cl.nonzero[name], cl.used[name]
+    cpu_nz, mem_nz = nonzero["cpu"] + (cpu_want or NONZERO_CPU), nonzero["memory"] + (mem_want or NONZERO_MEMORY)
+    least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
+        (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
+    # BalancedAllocation: 100 less half the gap between the cpu and memory fractions (each at most 1)
+    cpu_used, mem_used = used.get("cpu", 0.0), used.get("memory", 0.0)
+    cpu_f = min((cpu_used + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+    mem_f = min((mem_used + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+    balanced = int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
+    if cl.balance_gain:  # 1.36 on: the change the pod makes to the node's balance, from 50 (worse) to 100 (better)
+        cpu_f = min(cpu_used / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+        mem_f = min(mem_used / mem_cap, 1.0) if mem_cap > 0 else 1.0
+        balanced = HALF_SCORE + (HALF_SCORE + balanced - int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)) // 2
+    return least // 2 + balanced + TAINT_WEIGHT * MAX_SCORE
+
+
+def _scores(pod: Pod, feasible: list[Node], cl: _Cluster, bases: Sequence[int]) -> dict[str, int]:
+    """The modelled default score plugins summed with their weights: each feasible node's _base_score (bases, in
+    the same order), NodeAffinity's preferred terms (2), PodTopologySpread's system default constraints (2),
+    TaintToleration (3) and InterPodAffinity (2)."""
+    out = {n.name: base for n, base in zip(feasible, bases, strict=True)}
     if cl.prefer_no_schedule:
         for name, lost in _taint_scores(pod, feasible, cl.prefer_no_schedule).items():
             out[name] -= TAINT_WEIGHT * lost
@@ -849,23 +864,29 @@ class Estimator:
         # Most replacements have no inter-pod affinity and no pod nearby refuses them: no check to build.
         affinity = _AffinityCheck(pod, cl) if pod.affinity is not None or cl.anti_in.get(pod.namespace) else None
         spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
-        used = cl.used
         cordoned = cl.cordoned
-        feasible = []
+        known, version = cl.by_shape(pod), cl.version
+        feasible: list[Node] = []
+        bases: list[int] = []
         for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
             n = by_name[name]
-            refusal = ("unschedulable" if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE)
-                       else None) or \
-                _fits(pod, n, used[name]) or (affinity.refusal(n) if affinity else None) or \
-                (spread.refusal(n) if spread else None)
+            seen = known.get(name)
+            if seen is None or seen[0] != version[name]:  # the node's requests changed since
+                seen = known[name] = cl.fit_and_base(pod, name)
+            if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE):
+                refusal: str | None = "unschedulable"
+            else:
+                refusal = seen[1] or (affinity.refusal(n) if affinity else None) or \
+                    (spread.refusal(n) if spread else None)
             if refusal:
                 refused = refused or Counter()
                 refused[refusal] += 1
                 continue
             feasible.append(n)
+            bases.append(seen[2])
             if len(feasible) >= limit:
                 break
-        scores = _scores(pod, feasible, cl)
+        scores = _scores(pod, feasible, cl, bases)
         top = max(scores.values(), default=-1)
         best = [name for name, s in scores.items() if s == top]
         if not best:

@@ -257,3 +257,23 @@ def test_an_undone_move_leaves_the_estimate_as_it_was() -> None:
     est.undo()
     assert est.cl.used["small"]["cpu"] == 1000.0 and est.cl.used["small"]["pods"] == 2.0  # cpu in millicores
     assert [node for labels, node, _t in est.cl.in_ns("default") if labels.get("app") == "solo"] == ["small"]
+
+
+def test_a_shape_s_known_fits_and_scores_follow_each_landing_and_leaving() -> None:
+    # Equal replacements share what they found of each node (fit, base score) until the node's requests change:
+    # the first two land on b and c (room for one each; src is full while they terminate), the third finds
+    # neither has room any more, and src, which has lost the first two, has.
+    objs = [b.node("b", cpu="2"), b.node("c", cpu="2"), b.node("src", cpu="4"),
+            pod("b1", "b"), pod("c1", "c"), *(pod(f"m{i}", "src", cpu="1") for i in range(4))]
+    placed = where(objs, ["m0", "m1", "m2"])
+    assert sorted(node for node, _tied in placed[:2]) == ["b", "c"]
+    assert placed[2][0] == "src"
+    state, cands = setup(objs, ["m0"])
+    est = placement.Estimator(state)
+    cl = est.cl
+    est.move(cands[0].pod)
+    known = cl.by_shape(cands[0].pod)
+    assert {name: (v, why) for name, (v, why, _base) in known.items()} == \
+        {"b": (cl.version["b"], None), "c": (cl.version["c"], None), "src": (cl.version["src"], "insufficient cpu")}
+    dest = est.keep()
+    assert known[dest.node or ""][0] != cl.version[dest.node or ""]  # stale: read again by the next replacement
