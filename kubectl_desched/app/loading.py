@@ -101,7 +101,8 @@ def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, on
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
     --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods). The
     Prometheus queries the policy's plugins read are evaluated once the state is read (query_prometheus)."""
-    loaded = _load(opts, policy_given=policy_given, kinds=kinds, one_node=one_node, all_pods=all_pods)
+    api_kinds = set(kinds or ()) - {PROMETHEUS}  # not an API kind: asked of Prometheus below
+    loaded = _load(opts, policy_given=policy_given, kinds=api_kinds, one_node=one_node, all_pods=all_pods)
     if PROMETHEUS in (kinds or ()) and policy is not None:
         loaded.state.extra = {**loaded.state.extra, PROMETHEUS: query_prometheus(opts, policy, loaded.conn)}
     return loaded
@@ -180,7 +181,7 @@ def _load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, o
         state.now = opts.access.now or state.now
         conn = None
         for kind in sorted(kinds or ()):
-            if kind in state.extra or kind == PROMETHEUS:
+            if kind in state.extra:
                 continue
             from kubectl_desched.kube.optional_kinds import OPTIONAL_KINDS
             if kind not in OPTIONAL_KINDS:

@@ -26,9 +26,9 @@ import urllib3
 
 from kubectl_desched import __version__, safeload
 from kubectl_desched.errors import DeschedError, UsageError
-from kubectl_desched.kube import httplog, overrides
+from kubectl_desched.kube import httplog, live, overrides
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
-from kubectl_desched.kube.live import NotJSON, api_message, describe_api_error, json_type, request_raw
+from kubectl_desched.kube.live import NotJSON, api_message, describe_api_error, json_type
 from kubectl_desched.model.metrics import PrometheusReading
 from kubectl_desched.sanitize import hold, mask_url, one_line, shown
 
@@ -132,7 +132,7 @@ def token_from_secret(conn: Connection, namespace: str, name: str, field: str) -
     path = f"/api/v1/namespaces/{quote(namespace, safe='')}/secrets/{quote(name, safe='')}"
     what = f"reading the Prometheus token ({field}: Secret {namespace}/{name})"
     try:
-        doc = json.loads(request_raw(conn, "GET", path))
+        doc = json.loads(live.request_raw(conn, "GET", path))
     except (ValueError, TypeError):
         raise DeschedError(f"{what}: the answer was not JSON") from None
     except Exception as e:
@@ -201,6 +201,8 @@ def _direct(target: Target, params: dict[str, str], token: str | None, ca_file: 
     except urllib3.exceptions.SSLError as e:
         hint = "" if ca_file else " (--prometheus-ca-file names the CA that signed its certificate)"
         raise DeschedError(f"{what}: TLS error: {_reason(e)}{hint}") from None
+    except urllib3.exceptions.NewConnectionError as e:  # a ConnectTimeoutError to urllib3, but refused mostly
+        raise DeschedError(f"{what}: cannot reach it: {_reason(e)}") from None
     except (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ConnectTimeoutError, TimeoutError):
         raise DeschedError(f"{what}: timed out (--request-timeout sets the bound)") from None
     except (urllib3.exceptions.HTTPError, OSError) as e:
@@ -228,7 +230,7 @@ def _proxied(conn: Connection, service: Service, params: dict[str, str], request
     connect, read, _whole = _timeouts(request_timeout)
     timeout: Timeout = (connect, read)
     try:
-        return 200, request_raw(conn, "GET", service.proxy_path(QUERY_PATH), query=list(params.items()),
+        return 200, live.request_raw(conn, "GET", service.proxy_path(QUERY_PATH), query=list(params.items()),
                                 timeout=timeout)
     except Exception as e:
         if is_api_exception(e) and e.status and e.body:
@@ -276,7 +278,8 @@ def parse_answer(status: int, data: bytes, what: str, *, via_api: bool = False) 
             raise DeschedError(f"{what}: HTTP {status} from the API server: {message}")
         raise DeschedError(f"{what}: HTTP {status}: the answer was not Prometheus's (no status, no error)")
     if doc.get("status") != "success":
-        raise DeschedError(f"{what}: the answer's status is {shown(doc.get('status'))}, not success")
+        said = f"is {shown(doc['status'])}, not success" if "status" in doc else "is missing"
+        raise DeschedError(f"{what}: the answer's status {said}: is this Prometheus's address?")
     result = doc.get("data")
     if not isinstance(result, dict):
         raise DeschedError(f"{what}: the answer has no data object")
