@@ -127,7 +127,7 @@ def _plan_and_act(opts: Options, policy: Policy, point: str | None, report: Repo
 
 def _read_and_plan(opts: Options, policy: Policy) -> tuple[Loaded, EvictionPlan]:
     """The cluster as the policy needs it read, and the policy's plan on it: what each round starts with."""
-    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(), policy=policy,
                   all_pods=filters_read_other_nodes(policy) is not None)
     return loaded, _run(opts, policy, loaded.state, loaded.scope)
 
@@ -224,7 +224,7 @@ def explain_pod(opts: Options, policy: Policy, pod_name: str) -> int:
     namespace = opts.scope.namespaces[0] if opts.scope.namespaces else default_namespace(opts)
     cluster_wide = replace(opts, scope=replace(opts.scope, namespaces=(), all_namespaces=True))
     # with what --surge reads: whether the pod could move replacement first is part of its answer
-    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds() | SURGE_KINDS)
+    loaded = load(cluster_wide, policy_given=True, kinds=policy.required_kinds() | SURGE_KINDS, policy=policy)
     pod = loaded.state.find_pod(namespace, pod_name)
     if pod is None:
         raise DeschedError(f'pod "{pod_name}" not found in namespace {namespace}{_elsewhere(loaded, pod_name)}')
@@ -256,7 +256,7 @@ def explain_node(opts: Options, policy: Policy, node_name: str, *, full: bool = 
     # --cordon and --surge judge the node's moves against the whole cluster (what lands where, who can surge)
     one_node = not full and not opts.access.from_files and needs_whole_cluster(policy) is None and \
         not policy.limits.cordon and not policy.limits.surge
-    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(),
+    loaded = load(opts, policy_given=policy.from_file, kinds=policy.required_kinds(), policy=policy,
                   one_node=node_name if one_node else None, all_pods=filters_read_other_nodes(policy) is not None)
     node = loaded.state.nodes.get(node_name)
     if node is None:

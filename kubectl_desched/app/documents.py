@@ -14,7 +14,9 @@ from kubectl_desched.app.plan_identity import plan_identity
 from kubectl_desched.evictors.choose import settings_doc
 from kubectl_desched.framework.plan import EvictionPlan
 from kubectl_desched.framework.policy_decoder import Policy
+from kubectl_desched.model.metrics import PROMETHEUS
 from kubectl_desched.ui import formats
+from kubectl_desched.ui.measurements import measurements
 from kubectl_desched.ui.report import Report, policy_doc
 
 
@@ -75,6 +77,8 @@ def describe_run(report: Report, opts: Options, policy: Policy, loaded: Loaded, 
     report.doc.update(settings_doc(acting))
     report.candidates(plan.candidates, plan.placement if plan.candidates else None)
     report.doc.update(nodes_planned(plan, plan.placement if plan.candidates else None))
+    if plan.cluster.extra.get(PROMETHEUS):  # what the plan measured the nodes by, as read
+        report.doc["measurements"] = measurements(plan.cluster)
 
 
 def write_report(report: Report) -> None:

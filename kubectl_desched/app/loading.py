@@ -10,16 +10,19 @@ from kubectl_desched.app.options import Options
 from kubectl_desched.app.scope import resolve_scope
 from kubectl_desched.app.text import warn
 from kubectl_desched.errors import DeschedError, UsageError
+from kubectl_desched.framework.policy import Policy
 from kubectl_desched.framework.runner import Scope
 from kubectl_desched.kube.snapshot import load_snapshot
 from kubectl_desched.model.label_selectors import selector_keys
-from kubectl_desched.model.metrics import SNAPSHOT_HINTS
+from kubectl_desched.model.metrics import PROMETHEUS, SNAPSHOT_HINTS, PrometheusReading
 from kubectl_desched.model.state import ClusterState
+from kubectl_desched.sanitize import shown
 
 # The kubernetes client (kube/config.py) and urllib3 (kube/live.py, evictors) are imported where a request is made:
 # `version`, `--help`, completion and snapshot runs start without them (~0.5 s).
 if TYPE_CHECKING:
     from kubectl_desched.kube.config import Connection, KubeOptions
+    from kubectl_desched.kube.prometheus import Target
 
 
 # Module-level stand-ins that import on first call (and that tests can replace).
@@ -94,9 +97,83 @@ def refuse_acting_on_snapshot(opts: Options) -> None:
 
 
 def load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
-         all_pods: bool = False) -> Loaded:
+         all_pods: bool = False, policy: Policy | None = None) -> Loaded:
     """The state from the snapshot or the cluster; with one_node (live only), that node and its pods alone.
-    --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods)."""
+    --nodes reads only those nodes' pods unless all_pods (filters that look at the other nodes' pods). The
+    Prometheus queries the policy's plugins read are evaluated once the state is read (query_prometheus)."""
+    api_kinds = set(kinds or ()) - {PROMETHEUS}  # not an API kind: asked of Prometheus below
+    loaded = _load(opts, policy_given=policy_given, kinds=api_kinds, one_node=one_node, all_pods=all_pods)
+    if PROMETHEUS in (kinds or ()) and policy is not None:
+        loaded.state.extra = {**loaded.state.extra, PROMETHEUS: query_prometheus(opts, policy, loaded.conn)}
+    return loaded
+
+
+def prometheus_target(opts: Options, policy: Policy) -> Target:
+    """--prometheus-url, else the policy's metricsProviders url; with a snapshot, only the flag (the policy's
+    address is the one the descheduler reaches from inside the cluster)."""
+    from kubectl_desched.kube.config import in_cluster
+    from kubectl_desched.kube.prometheus import parse_target
+
+    flags = opts.access.prometheus
+    if flags.url:
+        return parse_target(flags.url, "--prometheus-url", in_cluster=in_cluster())
+    provider = policy.prometheus
+    if provider is None or opts.access.from_files:
+        where = "a snapshot (--from-file) has none" if opts.access.from_files else \
+            "the policy has no metricsProviders entry with source Prometheus"
+        raise UsageError(f"the Prometheus query {shown(policy.prometheus_queries()[0], 80)} needs a Prometheus "
+                         f"server to ask, and {where}: give --prometheus-url URL or service/NAMESPACE/NAME:PORT")
+    return parse_target(provider.url, f"{policy.source}: {provider.path}.url", in_cluster=in_cluster())
+
+
+def query_prometheus(opts: Options, policy: Policy, conn: Connection | None) -> list[PrometheusReading]:
+    """Each query the policy's plugins read, evaluated now; with its token: --prometheus-token-file, else the
+    policy's authToken Secret (read with the user's credentials). A service reached through the API server gets
+    no token: the API server keeps the Authorization header."""
+    from kubectl_desched.kube import httplog
+    from kubectl_desched.kube.prometheus import evaluate, token_from_file, token_from_secret
+
+    flags = opts.access.prometheus
+    httplog.set_verbosity(opts.access.verbosity)
+    target = prometheus_target(opts, policy)
+    provider = policy.prometheus
+    token: str | None = None
+    if flags.token_file:
+        token = token_from_file(flags.token_file)
+    if target.service is not None:
+        if token is not None or flags.ca_file or flags.insecure_skip_tls_verify:
+            raise UsageError(f"{target.origin}: {target.service.shown()}: --prometheus-token-file, "
+                             "--prometheus-ca-file and --prometheus-insecure-skip-tls-verify apply to a URL only "
+                             "(the API server keeps the Authorization header and does its own TLS)")
+        if provider is not None and provider.secret_name and not flags.url:
+            warn(f"{policy.source}: {provider.path}.authToken: not sent: {target.service.shown()} cannot carry a "
+                 "token (the API server keeps the Authorization header); if Prometheus refuses, give "
+                 "--prometheus-url with its address (e.g. after kubectl port-forward) and --prometheus-token-file")
+    elif token is None and provider is not None and provider.secret_name and (not flags.url or
+                                                                             flags.url == provider.url):
+        if conn is None:
+            raise UsageError(f"{policy.source}: {provider.path}.authToken: the Secret cannot be read from a "
+                             "snapshot: give --prometheus-token-file")
+        token = token_from_secret(conn, provider.secret_namespace, provider.secret_name,
+                                  f"{provider.path}.authToken")
+    if flags.insecure_skip_tls_verify and target.url.startswith("https:"):
+        import warnings
+
+        import urllib3
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+        warn("the Prometheus server's certificate is not verified (--prometheus-insecure-skip-tls-verify)")
+    now = opts.access.now  # --now evaluates the query at that time too
+    readings = [evaluate(target, q, conn=conn, token=token, ca_file=flags.ca_file,
+                         insecure=flags.insecure_skip_tls_verify, request_timeout=opts.access.request_timeout,
+                         now=now) for q in policy.prometheus_queries()]
+    for r in readings:
+        for w in r.warnings:
+            warn(f"Prometheus, on {shown(r.query, 80)}: {w}")
+    return readings
+
+
+def _load(opts: Options, *, policy_given: bool, kinds: set[str] | None = None, one_node: str | None = None,
+          all_pods: bool = False) -> Loaded:
     scope, text = resolve_scope(opts, policy_given=policy_given)
     if opts.access.from_files:
         refuse_acting_on_snapshot(opts)

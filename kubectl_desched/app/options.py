@@ -17,6 +17,17 @@ if TYPE_CHECKING:  # the kubernetes client loads with kube.config: only for a co
 
 
 @dataclass(frozen=True)
+class PrometheusAccess:
+    """How a Prometheus query (LowNodeUtilization's metricsUtilization) is asked: --prometheus-url (else the
+    policy's metricsProviders url), a bearer token file, a CA file, or no verification."""
+
+    url: str | None = None
+    token_file: str | None = None
+    ca_file: str | None = None
+    insecure_skip_tls_verify: bool = False
+
+
+@dataclass(frozen=True)
 class ClusterAccess:
     """Where the state comes from: the kubeconfig's cluster, or snapshot files."""
 
@@ -34,6 +45,7 @@ class ClusterAccess:
     chunk_size: int = 500
     verbosity: int = 0  # -v/--v
     now: datetime | None = None  # --now: the clock age rules read on a snapshot
+    prometheus: PrometheusAccess = field(default_factory=PrometheusAccess)
 
     def kube(self) -> KubeOptions:
         from kubectl_desched.kube.config import KubeOptions

@@ -14,8 +14,15 @@ from kubectl_desched.framework.policy_decoder import Policy
 from kubectl_desched.sanitize import LINE_LIMIT, one_line
 from kubectl_desched.term.color import Painter
 from kubectl_desched.ui.emptying import emptying_docs, emptying_lines
+from kubectl_desched.ui.measurements import measured_lines
 from kubectl_desched.ui.node_bars import bar_view
-from kubectl_desched.ui.plan_view import candidates_table, node_rows, nodes_heading, nodes_table, plan_summary
+from kubectl_desched.ui.plan_view import (
+    candidates_table,
+    node_rows,
+    nodes_heading,
+    nodes_table,
+    plan_summary,
+)
 
 SNAPSHOT_ONLY = "The state comes from a file: nothing can be evicted. Run against the cluster to evict."
 
@@ -75,7 +82,7 @@ def plan_text(plan: EvictionPlan, policy: Policy, source: str, scope: str, nodes
     plugins = ", ".join(dict.fromkeys(policy.plugin_names())) or "none"
     out = [paint(plan_summary(plan), None, bold=True),
            f"Source:  {source}", f"Scope:   {scope}", f"Plugins: {plugins}  ({policy.source})",
-           ""]
+           *measured_lines(plan.cluster), ""]
     if plan.candidates:
         out.append(paint(f"{len(plan.candidates)} candidate pod(s):", None, bold=True))
         out.append(candidates_table(plan, wide=wide, placement=placement, headers=not view.no_headers,

@@ -4,6 +4,7 @@ values, parsed and checked (exit 2) before anything is read."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         ClusterAccess,
         Options,
         OutputOptions,
+        PrometheusAccess,
         ScopeOptions,
     )
     from kubectl_desched.evictors.migration.options import MigrationOptions
@@ -89,7 +91,20 @@ def _access(v: dict[str, Any]) -> ClusterAccess:
     return ClusterAccess(v["kubeconfig"], v["context"], v["cluster"], v["user"], None,
                          checks.duration("--request-timeout", v["request_timeout"]) or 0.0, files,
                          v["as_user"], tuple(v["as_groups"]), v["as_uid"], flags, v["chunk_size"], v["verbosity"],
-                         now)
+                         now, _prometheus(v))
+
+
+def _prometheus(v: dict[str, Any]) -> PrometheusAccess:
+    from kubectl_desched.app.options import PrometheusAccess
+
+    access = PrometheusAccess(v["prometheus_url"], v["prometheus_token_file"], v["prometheus_ca_file"],
+                              v["prometheus_insecure_skip_tls_verify"])
+    for flag, path in (("--prometheus-token-file", access.token_file), ("--prometheus-ca-file", access.ca_file)):
+        if path is not None and not os.path.isfile(path):
+            raise UsageError(f"{flag} {path}: no such file")
+    if access.ca_file and access.insecure_skip_tls_verify:
+        raise UsageError("--prometheus-ca-file and --prometheus-insecure-skip-tls-verify exclude each other")
+    return access
 
 
 cluster_access = OptionGroup("access", [
@@ -131,6 +146,16 @@ cluster_access = OptionGroup("access", [
     option(CLUSTER_ACCESS, "--from-file", "from_files", multiple=True, metavar="FILE", shell_complete=completers.files,
            help="Read nodes, pods and PDBs from `kubectl get nodes,pods,pdb -A -o yaml|json` output instead of the "
                 "cluster (repeatable, - for stdin). Nothing can be evicted."),
+    option(CLUSTER_ACCESS, "--prometheus-url", metavar="URL",
+           help="Prometheus for a metricsUtilization query (--prometheus-query): an http(s) URL, or "
+                "service/NAMESPACE/[https:]NAME[:PORT] through the API server's service proxy. Default: the "
+                "policy's metricsProviders url."),
+    option(CLUSTER_ACCESS, "--prometheus-token-file", metavar="FILE", shell_complete=completers.files,
+           help="Bearer token for a Prometheus URL, instead of the policy's authToken Secret."),
+    option(CLUSTER_ACCESS, "--prometheus-ca-file", metavar="FILE", shell_complete=completers.files,
+           help="CA certificate file to verify a Prometheus https URL with (default: the system's)."),
+    option(CLUSTER_ACCESS, "--prometheus-insecure-skip-tls-verify", is_flag=True,
+           help="Do not verify the Prometheus server's certificate (insecure)."),
     option(CLUSTER_ACCESS, "--now", metavar="TIMESTAMP",
            help="With --from-file: evaluate ages (PodLifeTime, minPodAge, ...) at this RFC 3339 time, e.g. "
                 "2026-01-01T12:00:00Z, instead of the current time."),

@@ -87,6 +87,16 @@ class UsageReport:
     after: dict[str, float]
 
 
+@dataclass
+class MetricReport:
+    """What a metrics source measured for a node: a Prometheus query's sample (in [0, 1]), or None for none."""
+
+    plugin: str
+    source: str  # "Prometheus"
+    query: str
+    value: float | None
+
+
 class EvictionPlan:
     """Everything a run decided: candidates, notes on pods looked at but kept, node classes."""
 
@@ -99,6 +109,7 @@ class EvictionPlan:
         self._last_note = ("", "")
         self.node_reports: dict[str, list[NodeReport]] = defaultdict(list)
         self.usage_reports: dict[str, UsageReport] = {}  # the first plugin to measure a node wins
+        self.metric_reports: dict[str, MetricReport] = {}  # likewise
         # Percent-of-allocatable request limits a Balance plugin moves pods under (LowNodeUtilization's target
         # thresholds), so the placement estimate can say when a destination would end up over them.
         self.targets: dict[str, dict[str, float]] = {}
@@ -445,6 +456,9 @@ class PluginHandle:
 
     def report_usage(self, node: str, basis: str, now: dict[str, float], after: dict[str, float]) -> None:
         self._plan.usage_reports.setdefault(node, UsageReport(self._plugin, basis, now, after))
+
+    def report_metric(self, node: str, source: str, query: str, value: float | None) -> None:
+        self._plan.metric_reports.setdefault(node, MetricReport(self._plugin, source, query, value))
 
     def report_targets(self, percent: dict[str, float]) -> None:
         self._plan.targets[self._plugin] = dict(percent)

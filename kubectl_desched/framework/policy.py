@@ -30,6 +30,16 @@ class Profile:
     node_selector: Matcher | None = None
 
 
+@dataclass(frozen=True)
+class PrometheusProvider:
+    """The policy's `metricsProviders` entry with source Prometheus: where upstream's descheduler queries it."""
+
+    url: str
+    secret_namespace: str = ""  # authToken.secretReference: the token is its prometheusAuthToken data
+    secret_name: str = ""
+    path: str = "metricsProviders[0].prometheus"  # for messages
+
+
 @dataclass
 class Policy:
     kind: str
@@ -42,6 +52,7 @@ class Policy:
     evict_plugins: list[str] = field(default_factory=list)
     from_file: bool = True  # False when flags describe it: then kubectl's default namespace scope applies
     patched: bool = False  # by --policy-patch (a second one would replace it, not add to it)
+    prometheus: PrometheusProvider | None = None  # metricsProviders' Prometheus entry
 
     def required_kinds(self) -> set[str]:
         """Objects beyond nodes, pods and PDBs that the configured plugins need."""
@@ -52,6 +63,16 @@ class Policy:
                 if isinstance(factory, type) and issubclass(factory, Plugin):
                     kinds |= set(factory.required_kinds(u.args))
         return kinds
+
+    def prometheus_queries(self) -> list[str]:
+        """The Prometheus queries the configured plugins read, each once, in policy order."""
+        queries: list[str] = []
+        for p in self.profiles:
+            for u in (*p.deschedule, *p.balance, *p.filters, *p.pre_eviction_filters):
+                factory = u.spec.factory
+                if isinstance(factory, type) and issubclass(factory, Plugin):
+                    queries += factory.prometheus_queries(u.args)
+        return list(dict.fromkeys(queries))
 
     def emptying_plugins(self) -> list[str]:
         """The configured plugins whose goal is nodes left empty (--cordon applies to them)."""

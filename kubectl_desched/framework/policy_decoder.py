@@ -15,7 +15,7 @@ from kubectl_desched import safeload
 from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework.args import decode_args
 from kubectl_desched.framework.plan import Limits
-from kubectl_desched.framework.policy import PluginUse, Policy, Profile
+from kubectl_desched.framework.policy import PluginUse, Policy, Profile, PrometheusProvider
 from kubectl_desched.framework.registry import Registry
 from kubectl_desched.model.label_selectors import Matcher, label_selector, parse_selector
 from kubectl_desched.model.shapes import policy_value, yaml_hint
@@ -176,8 +176,59 @@ class _Decoder:
             seen.add(prof.name)
             profiles.append(prof)
             evicts += evict
-        return Policy(self.kind, self.source, profiles, limits, node_selector, self.raw, self.warnings,
-                      list(dict.fromkeys(evicts)))
+        policy = Policy(self.kind, self.source, profiles, limits, node_selector, self.raw, self.warnings,
+                        list(dict.fromkeys(evicts)))
+        if self.kind == UPSTREAM_KIND:
+            policy.prometheus = self._metrics_providers(raw.get("metricsProviders"), raw.get("metricsCollector"))
+        return policy
+
+    def _metrics_providers(self, value: Any, collector: Any) -> PrometheusProvider | None:
+        """Upstream's checks of `metricsProviders` when the policy loads: each source once, KubernetesMetrics not
+        beside an enabled metricsCollector, and a Prometheus entry with a url and, if it has an authToken, a
+        secretReference naming both namespace and name."""
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise self.err("metricsProviders", f"must be a list, not {policy_value(value)}")
+        seen: set[Any] = set()
+        found: PrometheusProvider | None = None
+        for i, entry in enumerate(value):
+            path = f"metricsProviders[{i}]"
+            if not isinstance(entry, Mapping):
+                raise self.err(path, f"must be an object, not {policy_value(entry)}")
+            source = entry.get("source")
+            if not isinstance(source, str | type(None)):
+                raise self.err(f"{path}.source", f"must be a string, not {policy_value(source)}")
+            if source in seen:
+                raise self.err(f"{path}.source", f"metrics provider {source!r} is already configured: each source "
+                                                 "can be configured only once")
+            seen.add(source)
+            if source == "KubernetesMetrics" and isinstance(collector, Mapping) and collector.get("enabled") is True:
+                raise self.err(f"{path}.source", "KubernetesMetrics may not be combined with metricsCollector.enabled")
+            if source == "Prometheus":
+                found = self._prometheus_provider(entry.get("prometheus"), f"{path}.prometheus")
+        return found
+
+    def _prometheus_provider(self, value: Any, path: str) -> PrometheusProvider:
+        if value is None:
+            raise self.err(path, "required when the source is Prometheus")
+        if not isinstance(value, Mapping):
+            raise self.err(path, f"must be an object, not {policy_value(value)}")
+        url = value.get("url")
+        if url is None or url == "":
+            raise self.err(f"{path}.url", "required when the source is Prometheus")
+        if not isinstance(url, str):
+            raise self.err(f"{path}.url", f"must be a string, not {policy_value(url)}")
+        token = value.get("authToken")
+        if token is None:
+            return PrometheusProvider(url, path=path)
+        ref = token.get("secretReference") if isinstance(token, Mapping) else None
+        if not isinstance(token, Mapping) or ref is None:
+            raise self.err(f"{path}.authToken.secretReference", "required when authToken is set")
+        if not isinstance(ref, Mapping) or not all(isinstance(ref.get(k), str) and ref.get(k)
+                                                   for k in ("namespace", "name")):
+            raise self.err(f"{path}.authToken.secretReference", "must set both namespace and name")
+        return PrometheusProvider(url, ref["namespace"], ref["name"], path)
 
     def _top_node_selector(self, value: Any) -> Matcher | None:
         if value is None:

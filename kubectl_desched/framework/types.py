@@ -90,6 +90,11 @@ class Handle(Protocol):
         of allocatable per resource), when that is not the pods' requests (shown in the nodes table)."""
         ...
 
+    def report_metric(self, node: str, source: str, query: str, value: float | None) -> None:
+        """Record what a metrics source measured for the node (e.g. a Prometheus query's sample, in [0, 1]; None
+        when the answer had none for it): the nodes table, explain and -o json show it."""
+        ...
+
     def report_targets(self, percent: dict[str, float]) -> None:
         """The request limits (percent of allocatable per resource) this plugin moves pods under: the placement
         estimate warns when a destination would end up above them."""
@@ -140,6 +145,13 @@ class Plugin(ABC):
         """Kinds beyond nodes, pods and PDBs that it reads with these args (e.g. "PriorityClass", "NodeMetric"):
         read live, or asked of a snapshot. None by default."""
         return set()
+
+    @staticmethod
+    def prometheus_queries(args: Any) -> list[str]:
+        """Prometheus instant queries it reads with these args: the loader evaluates each before the plugins run
+        and puts the answers in the state (model/metrics.prometheus_reading); its required_kinds names
+        "Prometheus". None by default."""
+        return []
 
     def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
         """For a plugin that needs the whole cluster, what it can say from one node alone on explain's quick

@@ -139,6 +139,11 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.isfile(f"{_SA_DIR}/token")
 
 
+def in_cluster() -> bool:
+    """Whether the tool runs in a pod (a service account and the API server's address are there)."""
+    return _in_cluster()
+
+
 _ENTRIES = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # A string under a key with one of these in its name is a credential wherever it stands in the file.
 _SECRET_KEY_PARTS = ("token", "password", "passwd", "secret", "key", "credential", "cookie")

@@ -18,12 +18,16 @@ from kubectl_desched.model.state import ClusterState
 NODE_METRICS = "NodeMetrics"  # metrics.k8s.io/v1beta1, one per node
 POD_METRICS = "PodMetrics"  # metrics.k8s.io/v1beta1, one per pod
 KOORD_NODE_METRIC = "NodeMetric"  # slo.koordinator.sh/v1alpha1, one per node
+PROMETHEUS = "Prometheus"  # instant queries' answers, one PrometheusReading per query (not an API kind)
+# Upstream's name for the one resource a Prometheus query measures: thresholds name it alone.
+METRIC_RESOURCE = "MetricResource"
 
 # How a snapshot user adds each kind, for the error when it is missing.
 SNAPSHOT_HINTS = {
     NODE_METRICS: "kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes",
     POD_METRICS: "kubectl get --raw /apis/metrics.k8s.io/v1beta1/pods",
     KOORD_NODE_METRIC: "kubectl get nodemetrics.slo.koordinator.sh -o yaml",
+    PROMETHEUS: "a snapshot has no Prometheus answer: give --prometheus-url to query one",
 }
 
 
@@ -72,3 +76,24 @@ def koordinator_node_metrics(state: ClusterState, plugin: str) -> dict[str, Node
         out[m.name] = NodeMetricView(updated, m.has_node_metric, dict(m.system),
                                      {key: dict(usage) for key, usage in m.pods.items()})
     return out
+
+
+@dataclass(frozen=True)
+class PrometheusReading:
+    """One instant query's answer, as kube/prometheus.py read and checked it: each sample's value (in [0, 1], the
+    share of the node upstream's Prometheus source expects) by its `instance` label, which names the node."""
+
+    query: str
+    endpoint: str  # where it was asked, as shown (credentials masked): a URL, or the service through the API server
+    evaluated_at: datetime  # the `time` the query was evaluated at (the tool's clock when it asked)
+    values: dict[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # what Prometheus said beside the answer, made printable
+
+
+def prometheus_reading(state: ClusterState, query: str, plugin: str) -> PrometheusReading:
+    """The answer to `query`; the loader evaluated every query the policy's plugins name before they run."""
+    readings: list[PrometheusReading] = require(state, PROMETHEUS, plugin)
+    for r in readings:
+        if r.query == query:
+            return r
+    raise DeschedError(f"{plugin}: the Prometheus query {query!r} was not evaluated")

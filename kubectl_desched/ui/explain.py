@@ -10,6 +10,7 @@ from kubectl_desched.framework.predicates import why_not_node_fit
 from kubectl_desched.model.objects import Node, Pod, PodDisruptionBudget
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.term.tables import plain_table
+from kubectl_desched.ui.measurements import measurements
 
 
 class Verdicts:
@@ -107,12 +108,24 @@ def explain_node_doc(plan: EvictionPlan, node: Node, considered: bool,
         "namespaces": sorted(namespaces) or None,
         "plugins": [{"plugin": r.plugin, "class": r.klass, "detail": r.detail}
                     for r in plan.node_reports.get(node.name, [])],
+        "measured": _measured(plan, node.name),
         "read": "node" if plan.one_node else "cluster",
         "estimated": list(plan.estimated),  # classified from this node alone; their "maybe" verdicts are estimates
         "notEvaluated": list(plan.not_evaluated),  # need the other nodes' pods: run with --full
         "pods": [dict(zip(("namespace", "pod", "verdict", "why"), (p.namespace, p.name, *verdicts.of(p)), strict=True))
                  for p in pods],
     }
+
+
+def _measured(plan: EvictionPlan, node: str) -> list[dict[str, Any]]:
+    """Each Prometheus query's value for the node, whether or not a plugin ran on it (explain's quick read
+    leaves LowNodeUtilization out, but the query was read)."""
+    out = []
+    for m in measurements(plan.cluster):
+        value = m["values"].get(node)
+        out.append({"source": m["source"], "query": m["query"], "evaluatedAt": m["evaluatedAt"], "value": value,
+                    "percent": int(value * 100) if value is not None else None})
+    return out
 
 
 def explain_node_text(doc: dict[str, Any]) -> str:
@@ -124,6 +137,9 @@ def explain_node_text(doc: dict[str, Any]) -> str:
         lines.append("  no plugin classified this node")
     for r in doc["plugins"]:
         lines.append(f"  {r['plugin']}: {r['class']}: {r['detail']}")
+    for m in doc.get("measured") or ():
+        got = f"{m['value']:g} ({m['percent']}%)" if m["value"] is not None else "no sample for this node"
+        lines.append(f"  {m['source']} {m['query']} at {m['evaluatedAt']}: {got}")
     if doc.get("estimated") or doc.get("notEvaluated"):
         lines.append("  Only this node and its pods were read:")
         if doc.get("estimated"):

@@ -8,6 +8,7 @@ from typing import Any
 from kubectl_desched.evictors.base import EvictionResult, timestamp
 from kubectl_desched.framework.placement import Placement, node_warnings
 from kubectl_desched.framework.plan import Candidate, EvictionPlan
+from kubectl_desched.model.metrics import PROMETHEUS
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct, format_resource
 from kubectl_desched.term.color import Painter
@@ -16,6 +17,7 @@ from kubectl_desched.ui import node_bars
 from kubectl_desched.ui.emptying import emptying_docs
 from kubectl_desched.ui.formats import LazyItems
 from kubectl_desched.ui.formats import sort_key as output_order
+from kubectl_desched.ui.measurements import measurements
 from kubectl_desched.ui.node_bars import BarView
 
 RESOURCES = ("cpu", "memory", "pods")
@@ -127,6 +129,11 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | 
             "terminating": sum(p.terminating and not p.is_terminal for p in state.all_pods_on_node(n.name)),
             "warnings": warned.get(n.name, []),
         }
+        metric = plan.metric_reports.get(n.name)
+        if metric is not None:  # a query's share of the node, beside its requests
+            row["measured"] = {"source": metric.source, "query": metric.query, "plugin": metric.plugin,
+                               "value": metric.value,
+                               "percent": int(metric.value * 100) if metric.value is not None else None}
         measured = plan.usage_reports.get(n.name)
         if measured is not None:
             row["basis"] = measured.basis
@@ -145,8 +152,12 @@ def node_rows(plan: EvictionPlan, nodes: Iterable[Node], placement: Placement | 
 def nodes_heading(rows: list[dict[str, Any]]) -> str:
     """What the percentages are: requests, or what a plugin measured (rows marked * where both appear)."""
     bases = sorted({r["basis"] for r in rows})
+    metric = next((r["measured"]["source"] for r in rows if r.get("measured")), "")
     if bases == ["requests"] or not bases:
         moves = " and the estimated landings" if any(r.get("landing") for r in rows) else ""
+        if metric:  # the query measures nodes only: nothing is taken off for a moved pod
+            return (f"Nodes (requests as % of allocatable, now -> after the evictions{moves}; {metric.upper()}: "
+                    "the query's share of the node as read, which upstream balances by):")
         return f"Nodes (requests as % of allocatable, now -> after the evictions{moves}):"
     measured = [b for b in bases if b != "requests"]
     text = f"Nodes ({' / '.join(measured)} as % of allocatable, now -> after the evictions"
@@ -166,6 +177,8 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
     shown, hidden = [], 0
     listed: list[dict[str, Any]] = []  # the rows shown, for their bars
     measured = any(x["basis"] != "requests" for x in rows)  # then nodes shown by requests are marked
+    # A query's share of each node (Prometheus), as upstream counts it: a whole percent
+    metric_title = next((x["measured"]["source"].upper() for x in rows if x.get("measured")), "")
     for r in rows:
         classes = sorted(set(r["class"].values()))
         interesting = r["evictions"] or r.get("landing") or r.get("terminating") or \
@@ -179,11 +192,15 @@ def nodes_table(rows: list[dict[str, Any]], paint: Painter, all_nodes: bool = Fa
         for res in RESOURCES:
             now, after = fmt_pct(r["now"][res]), fmt_pct(r["after"][res])
             cells.append(now if now == after else f"{now} -> {after}")
+        if metric_title:
+            got = r.get("measured") or {}
+            cells.append(f"{got['percent']}%" if got.get("percent") is not None else "-")
         cells += [r["evictions"] or "", r.get("landing") or "", r.get("terminating") or ""]
         shown.append(cells)
         listed.append(r)
-    titles = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", "EVICT", "LAND", "TERMINATING"]
-    for col in (7, 6):  # LAND and TERMINATING only when they say something
+    titles = ["NODE", "CLASS", "CPU", "MEMORY", "PODS", *([metric_title] if metric_title else []),
+              "EVICT", "LAND", "TERMINATING"]
+    for col in (len(titles) - 1, len(titles) - 2):  # LAND and TERMINATING only when they say something
         if not any(row[col] for row in shown):
             titles.pop(col)
             for row in shown:
@@ -236,6 +253,8 @@ def document(plan: EvictionPlan, nodes: list[Node], meta: dict[str, Any],
     doc["candidates"] = LazyItems(plan.candidates, lambda c: candidate_doc(c, placement)) if lazy else \
         [candidate_doc(c, placement) for c in plan.candidates]
     doc["nodes"] = node_rows(plan, nodes, placement)
+    if plan.cluster.extra.get(PROMETHEUS):
+        doc["measurements"] = measurements(plan.cluster)
     doc["kept"] = [{"namespace": p.namespace, "pod": p.name, "uid": p.uid, "node": p.node_name, "plugin": plugin,
                     "why": why, "kind": kind}
                    for kind, kept in (("pdb", plan.kept_by_pdb), ("futile", plan.kept_futile))

@@ -1,17 +1,25 @@
 """LowNodeUtilization: move pods off nodes above the target thresholds so the scheduler can place them on
 under-utilized nodes. Usage is the sum of the pods' requests, as upstream computes it, or with
-metricsUtilization the actual usage metrics-server reports."""
+metricsUtilization the actual usage metrics-server reports, or one Prometheus query's share of each node."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from kubectl_desched.errors import ConfigError
+from kubectl_desched.errors import ConfigError, UsageError
 from kubectl_desched.framework import BalancePlugin, Handle, PluginArgs
 from kubectl_desched.framework.args import Namespaces, percent_map
 from kubectl_desched.framework.flags import CliSurface, Flag, Integer, Switch
-from kubectl_desched.model.metrics import NODE_METRICS, POD_METRICS, KubernetesMetrics
+from kubectl_desched.model.metrics import (
+    METRIC_RESOURCE,
+    NODE_METRICS,
+    POD_METRICS,
+    PROMETHEUS,
+    KubernetesMetrics,
+    prometheus_reading,
+)
 from kubectl_desched.model.objects import Node, Pod
 from kubectl_desched.model.quantity import fmt_pct
 from kubectl_desched.plugins.upstream import nodeutilization as nu
@@ -19,6 +27,32 @@ from kubectl_desched.plugins.upstream import nodeutilization as nu
 # Upstream has no default thresholds; from flags, these (shown in --help).
 DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}
 DEFAULT_TARGETS = {"cpu": 50.0, "memory": 50.0, "pods": 50.0}
+# With a Prometheus query the thresholds name upstream's one measured resource alone.
+METRIC_THRESHOLDS, METRIC_TARGETS = {METRIC_RESOURCE: 20.0}, {METRIC_RESOURCE: 50.0}
+
+
+@dataclass(frozen=True)
+class PrometheusQueryFlag:
+    """--prometheus-query QUERY: metricsUtilization with source Prometheus and that query."""
+
+    metavar: str = "QUERY"
+
+    def parse(self, value: Any, flag: str) -> dict[str, Any]:
+        if not str(value).strip():
+            raise UsageError(f"{flag}: the query must not be empty")
+        return {"source": "Prometheus", "prometheus": {"query": str(value)}}
+
+    def show(self, raw: Any) -> str:
+        return str(((raw or {}).get("prometheus") or {}).get("query", "")) if isinstance(raw, Mapping) else ""
+
+
+def _defaults(from_flags: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = from_flags.get("metricsUtilization")
+    if isinstance(metrics, Mapping) and metrics.get("source") == "Prometheus":
+        return nu.paired_thresholds("thresholds", "targetThresholds", METRIC_THRESHOLDS, METRIC_TARGETS)(from_flags)
+    return nu.paired_thresholds("thresholds", "targetThresholds", DEFAULT_THRESHOLDS, DEFAULT_TARGETS)(from_flags)
+
+
 CLI = CliSurface(
     flags=(*nu.threshold_flags("thresholds", "targetThresholds", "under-utilization thresholds",
                                "target thresholds"),
@@ -26,9 +60,12 @@ CLI = CliSurface(
            Flag("--node-eviction-limit", "evictionLimits.node", "evictionLimits.node", Integer()),
            Flag("--use-metrics", "metricsUtilization.source",
                 "balance actual usage from metrics.k8s.io (metrics-server), not requests",
-                Switch("KubernetesMetrics"))),
-    defaults=nu.paired_thresholds("thresholds", "targetThresholds", DEFAULT_THRESHOLDS, DEFAULT_TARGETS),
-    by_default=True, explain=True)
+                Switch("KubernetesMetrics")),
+           Flag("--prometheus-query", "metricsUtilization",
+                "balance by this Prometheus query (one sample per node in [0, 1], labelled instance=NODE), "
+                "thresholds in MetricResource percent (default MetricResource=20 and 50); where: --prometheus-url",
+                PrometheusQueryFlag())),
+    defaults=_defaults, by_default=True, explain=True)
 
 
 @dataclass
@@ -92,8 +129,12 @@ class LowNodeUtilizationArgs(PluginArgs):
             if m.source == "Prometheus" and not (m.prometheus and m.prometheus.query):
                 raise ConfigError(f"{p}metricsUtilization.prometheus.query", "required when source is Prometheus")
             if m.source == "Prometheus":
-                raise ConfigError(f"{p}metricsUtilization.source",
-                                  "Prometheus is not supported here; use KubernetesMetrics (metrics.k8s.io)")
+                # upstream refuses these when the plugin is built, before its first run
+                for key, values in (("thresholds", self.thresholds), ("targetThresholds", self.target_thresholds)):
+                    if set(values) != {METRIC_RESOURCE}:
+                        raise ConfigError(f"{p}{key}", f"with source Prometheus, {key} name {METRIC_RESOURCE} "
+                                                       f"alone (the query's share of each node), not "
+                                                       f"{', '.join(sorted(values))}")
             if self.actual_usage:
                 unmeasured = sorted(set(self.thresholds) - set(nu.BASIC_RESOURCES))
                 if unmeasured:
@@ -102,8 +143,19 @@ class LowNodeUtilizationArgs(PluginArgs):
 
     @property
     def actual_usage(self) -> bool:
+        """metrics.k8s.io usage (KubernetesMetrics, or the deprecated metricsServer)."""
         m = self.metrics_utilization
         return bool(m and (m.source == "KubernetesMetrics" or m.metrics_server))
+
+    @property
+    def prometheus_query(self) -> str:
+        """The Prometheus query the nodes are measured by; "" when they are not."""
+        m = self.metrics_utilization
+        return m.prometheus.query if m and m.source == "Prometheus" and m.prometheus else ""
+
+    @property
+    def measured(self) -> bool:
+        return self.actual_usage or bool(self.prometheus_query)
 
 
 class LowNodeUtilization(BalancePlugin):
@@ -116,17 +168,27 @@ class LowNodeUtilization(BalancePlugin):
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)
         self.named = list(args.thresholds)
-        self.tracked = list(dict.fromkeys([*self.named, *nu.BASIC_RESOURCES]))
+        # upstream tracks cpu, memory and pods beside the named resources, but only the query's with Prometheus
+        self.tracked = self.named if args.prometheus_query else list(dict.fromkeys([*self.named,
+                                                                                   *nu.BASIC_RESOURCES]))
         self.metrics: KubernetesMetrics | None = None
 
     @staticmethod
     def required_kinds(args: LowNodeUtilizationArgs) -> set[str]:
+        if args.prometheus_query:
+            return {PROMETHEUS}
         return {NODE_METRICS, POD_METRICS} if args.actual_usage else set()
+
+    @staticmethod
+    def prometheus_queries(args: LowNodeUtilizationArgs) -> list[str]:
+        return [args.prometheus_query] if args.prometheus_query else []
 
     def _usage(self, nodes: list[Node]) -> dict[str, dict[str, float]] | None:
         """Requests, or with metricsUtilization one metrics-server reading: upstream smooths readings taken
         every 5 s; a one-shot run has a single one."""
         state = self.handle.state
+        if self.args.prometheus_query:
+            return self._prometheus_usage(nodes)
         if not self.args.actual_usage:
             return {n.name: nu.usage(state, n, self.tracked) for n in nodes}
         self.metrics = KubernetesMetrics(state, self.name)
@@ -139,6 +201,30 @@ class LowNodeUtilization(BalancePlugin):
         return {n.name: {**{r: self.metrics.nodes[n.name].get(r, 0.0) for r in ("cpu", "memory")},
                          "pods": state.requested(n.name)["pods"]} for n in nodes}
 
+    def _prometheus_usage(self, nodes: list[Node]) -> dict[str, dict[str, float]] | None:
+        """Each node's sample as upstream counts it: a whole percent of a capacity of 100, the fraction cut off."""
+        query = self.args.prometheus_query
+        reading = prometheus_reading(self.handle.state, query, self.name)
+        for n in nodes:
+            self.handle.report_metric(n.name, "Prometheus", query, reading.values.get(n.name))
+        missing = [n.name for n in nodes if n.name not in reading.values]
+        if missing:
+            # Upstream fails the plugin's run when any node has no sample ("unable to find metric entry").
+            self.handle.info(f"the Prometheus query has no sample with instance={missing[0]}"
+                             f"{f' (nor for {len(missing) - 1} other node(s))' if len(missing) > 1 else ''}: "
+                             "nothing is balanced by it")
+            return None
+        return {n.name: {METRIC_RESOURCE: float(int(reading.values[n.name] * 100))} for n in nodes}
+
+    def _capacity(self, n: Node) -> Mapping[str, float]:
+        """Allocatable; with Prometheus, upstream's capacity of 100 for the query's share."""
+        return {METRIC_RESOURCE: 100.0} if self.args.prometheus_query else n.allocatable
+
+    def _percentages(self, used: Mapping[str, float], n: Node) -> dict[str, float]:
+        if self.args.prometheus_query:
+            return dict(used)  # percent of 100
+        return nu.percentages(used, n)
+
     def _pod_usage(self, pod: Pod) -> Mapping[str, float] | None:
         return self.metrics.pod(pod.key) if self.metrics is not None else pod.requests
 
@@ -147,7 +233,7 @@ class LowNodeUtilization(BalancePlugin):
         used = self._usage(nodes)
         if used is None:
             return
-        observed = {n.name: nu.percentages(used[n.name], n) for n in nodes}
+        observed = {n.name: self._percentages(used[n.name], n) for n in nodes}
         try:
             self._balance(nodes, used)
         finally:
@@ -158,14 +244,15 @@ class LowNodeUtilization(BalancePlugin):
 
     def _balance(self, nodes: list[Node], used: dict[str, dict[str, float]]) -> None:
         args, handle, state = self.args, self.handle, self.handle.state
-        pct = {n.name: nu.percentages(used[n.name], n) for n in nodes}
+        pct = {n.name: self._percentages(used[n.name], n) for n in nodes}
         if args.use_deviation_thresholds:
-            avg = nu.average(pct, nodes, self.named)
+            avg = nu.average(pct, nodes, self.named) if not args.prometheus_query else \
+                {r: sum(pct[n.name][r] for n in nodes) / len(nodes) for r in self.named} if nodes else {}
             low = {r: nu.clamp(avg[r] - args.thresholds[r]) for r in avg}
             high = {r: nu.clamp(avg[r] + args.target_thresholds[r]) for r in avg}
         else:
             low, high = dict(args.thresholds), dict(args.target_thresholds)
-        if not args.actual_usage:  # requests: the basis the placement estimate works in
+        if not args.measured:  # requests: the basis the placement estimate works in
             handle.report_targets(high)
 
         under: list[Node] = []
@@ -185,13 +272,14 @@ class LowNodeUtilization(BalancePlugin):
                     handle.note(pod, f"not moved: {why_not}")
             return
 
-        capped = {n.name: nu.capped_capacity(n, high, self.tracked) for n in under + over}
+        capped = {n.name: self._capped(n, high) for n in under + over}
         pool = {r: sum(capped[n.name][r] - used[n.name][r] for n in under) for r in self.tracked}
         over.sort(key=lambda n: (-sum(used[n.name].values()), n.name))
         node_limit = args.eviction_limits.node if args.eviction_limits else None
         excluded = set(args.evictable_namespaces.exclude) if args.evictable_namespaces else set()
         loop = nu.SourceEviction(handle, self.name, self.tracked, pool, under, excluded, "under-utilized",
-                                 pod_usage=self._pod_usage if args.actual_usage else None)
+                                 pod_usage=self._pod_usage if args.actual_usage else None,
+                                 pods_unmeasured=bool(args.prometheus_query))
         for n in over:
             u, cap = used[n.name], capped[n.name]
 
@@ -209,11 +297,16 @@ class LowNodeUtilization(BalancePlugin):
             if not loop.run(n, u, stop, reason, node_limit):
                 return
 
+    def _capped(self, n: Node, high: dict[str, float]) -> dict[str, float]:
+        if self.args.prometheus_query:
+            return {r: float(int(high[r] * 0.01 * 100.0)) if r in high else 100.0 for r in self.tracked}
+        return nu.capped_capacity(n, high, self.tracked)
+
     @classmethod
     def nearby_args(cls, args: LowNodeUtilizationArgs) -> list[tuple[str, LowNodeUtilizationArgs]]:
         """Nodes stay over target when no node counts as under-utilized, or too few have room below their
         targets: raise the under-utilization thresholds towards the targets, 5 points at a time."""
-        if args.use_deviation_thresholds or args.actual_usage:
+        if args.use_deviation_thresholds or args.measured:
             return []
         out: list[tuple[str, LowNodeUtilizationArgs]] = []
         low = dict(args.thresholds)
@@ -234,14 +327,14 @@ class LowNodeUtilization(BalancePlugin):
             self._terminating_note(n, high)
         else:
             klass = "unschedulable" if n.unschedulable and nu.below(p, low) else "appropriately utilized"
-        basis = "actual usage " if self.args.actual_usage else ""
+        basis = "actual usage " if self.args.actual_usage else "Prometheus " if self.args.prometheus_query else ""
         self.handle.report_node(n.name, klass, f"{basis}{nu.describe(p, self.named)} ({limits})")
         return klass
 
     def _terminating_note(self, n: Node, high: dict[str, float]) -> None:
         """Say so when only pods already on their way out keep the node over its targets: re-running right after
         an eviction would otherwise plan more evictions from a node that is already being relieved."""
-        if self.args.actual_usage:
+        if self.args.measured:
             return  # metrics already drop what a terminated container stops using
         count, rest = nu.without_terminating(self.handle.state, n, nu.usage(self.handle.state, n, self.tracked))
         if count and not nu.above(nu.percentages(rest, n), high):
@@ -252,7 +345,7 @@ class LowNodeUtilization(BalancePlugin):
     def estimate_node(self, node: Node) -> list[tuple[Pod, str]] | None:
         """The node's class from its own usage; on an over-utilized node, the pods that could move."""
         args = self.args
-        if args.use_deviation_thresholds or args.actual_usage:
+        if args.use_deviation_thresholds or args.measured:
             return None  # the thresholds follow the average of every node; metrics are not read for one node
         pct = nu.percentages(nu.usage(self.handle.state, node, self.tracked), node)
         if self._classify(node, pct, dict(args.thresholds), dict(args.target_thresholds)) != "over-utilized":
@@ -267,7 +360,6 @@ class LowNodeUtilization(BalancePlugin):
             why = "no node is above the target thresholds"
         return why
 
-    @staticmethod
-    def _pct(used: dict[str, float], node: Node, r: str) -> float:
-        cap = node.allocatable.get(r, 0.0)
+    def _pct(self, used: dict[str, float], node: Node, r: str) -> float:
+        cap = self._capacity(node).get(r, 0.0)
         return used[r] / cap * 100 if cap else 0.0

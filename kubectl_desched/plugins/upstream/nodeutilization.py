@@ -150,11 +150,15 @@ class SourceEviction:
     def __init__(self, handle: Any, plugin: str, tracked: list[str], pool: dict[str, float],
                  destinations: list[Node], excluded: set[str], dest_label: str,
                  pod_filter: Callable[[Pod], bool] | None = None,
-                 pod_usage: Callable[[Pod], Mapping[str, float] | None] | None = None) -> None:
+                 pod_usage: Callable[[Pod], Mapping[str, float] | None] | None = None,
+                 pods_unmeasured: bool = False) -> None:
         self.handle, self.plugin, self.tracked, self.pool = handle, plugin, tracked, pool
         self.destinations, self.excluded, self.dest_label = destinations, excluded, dest_label
         self.pod_filter = pod_filter
         self.pod_usage = pod_usage  # actual usage; requests when None
+        # The usage source measures nodes only (a Prometheus query): upstream takes nothing off the node for a
+        # moved pod, and moves one pod per node unless evictionLimits.node allows more.
+        self.pods_unmeasured = pods_unmeasured
 
     def run(self, node: Node, used: dict[str, float], stop: Callable[[], str], reason: Callable[[], str],
             node_limit: int | None = None) -> bool:
@@ -181,7 +185,7 @@ class SourceEviction:
             if not evictor.pre_eviction_filter(pod):
                 continue
             moved = pod.requests if self.pod_usage is None else self.pod_usage(pod)
-            if moved is None:  # upstream skips a pod whose usage it cannot read
+            if moved is None and not self.pods_unmeasured:  # upstream skips a pod whose usage it cannot read
                 handle.note(pod, "not moved: no PodMetrics for the pod, so its usage is unknown")
                 continue
             got = evictor.evict(pod, EvictOptions(self.plugin, reason()))
@@ -192,6 +196,14 @@ class SourceEviction:
                     return True
                 continue
             evicted += 1
+            if self.pods_unmeasured:
+                if node_limit is None:
+                    for rest in removable[i + 1:]:
+                        handle.note(rest, "not moved: the query measures nodes, not pods, so upstream moves one pod "
+                                          "per node (evictionLimits.node allows more)")
+                    return True
+                continue
+            assert moved is not None
             for r in self.tracked:
                 delta = 1.0 if r == "pods" else moved.get(r, 0.0)
                 used[r] -= delta

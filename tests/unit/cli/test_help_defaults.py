@@ -159,7 +159,30 @@ def kubeconfig_order() -> None:
 
 # Every flag whose help says "default" in its own words, and what checks it (tests/unit/cli and the live tests
 # cover the rest: the namespace default, the landing wait, --full, --keep-futile).
+def check_prometheus_query() -> None:
+    from kubectl_desched.plugins.upstream.lownodeutilization import CLI
+
+    given = {"metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}
+    assert CLI.defaults(given) == {"thresholds": {"MetricResource": 20.0},  # type: ignore[operator]
+                                   "targetThresholds": {"MetricResource": 50.0}}
+
+
+def check_prometheus_url() -> None:
+    from kubectl_desched.app.loading import prometheus_target
+    from kubectl_desched.app.options import Options
+    from kubectl_desched.framework.policy import PrometheusProvider
+    from kubectl_desched.framework.policy_decoder import decode_policy, policy_from_plugins
+
+    policy = decode_policy(policy_from_plugins([("RemoveFailedPods", "deschedule", {})], {}, {}),
+                           in_tree_registry(), "policy.yaml")
+    policy.prometheus = PrometheusProvider("http://10.0.0.9:9090")
+    assert prometheus_target(Options(), policy).url == "http://10.0.0.9:9090"
+
+
 STATED: dict[str, Callable[[], None] | str] = {
+    "--prometheus-query": check_prometheus_query,
+    "--prometheus-url": check_prometheus_url,
+    "--prometheus-ca-file": "the system's trust store: urllib3's default when no CA file is given",
     "--timeout": check_timeout,
     "--migration-ttl": check_migration_ttl,
     "--migration-mode": check_migration_mode,

@@ -98,7 +98,7 @@ def test_missing_metrics_objects_stop_with_one_line() -> None:
 
 
 @pytest.mark.parametrize("metrics, path, message", [
-    ({"source": "Prometheus", "prometheus": {"query": "up"}}, "metricsUtilization.source", "Prometheus is not"),
+    ({"source": "Prometheus", "prometheus": {"query": "up"}}, "thresholds", "name MetricResource alone"),
     ({"source": "Prometheus"}, "metricsUtilization.prometheus.query", "required when source is Prometheus"),
     ({"source": "Graphite"}, "metricsUtilization.source", "must be KubernetesMetrics or Prometheus"),
     ({"source": "KubernetesMetrics", "metricsServer": True}, "metricsUtilization", "either"),
