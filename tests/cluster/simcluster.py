@@ -19,10 +19,13 @@ Plain Python (no pytest) so examples/sim-cluster and a REPL can drive it too::
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -57,6 +60,8 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "APIService": ("/apis/apiregistration.k8s.io/v1", "apiservices", False),
+    "Endpoints": ("/api/v1", "endpoints", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
 }
 
 # kwok's own recipe for metrics-server (kustomize/metrics/resource and usage in sigs.k8s.io/kwok): the kubelet's
@@ -132,7 +137,48 @@ spec:
     kind: gauge
     help: "Current working set of the node in bytes"
     value: node.Usage("memory")
+  # Not a kubelet metric: the node's allocatable, so that Prometheus can divide usage by it (kube-state-metrics'
+  # kube_node_status_allocatable in a real cluster).
+  - name: kwok_node_allocatable_cpu_cores
+    dimension: node
+    kind: gauge
+    help: "The node's allocatable cpu in cores"
+    value: node.status.allocatable["cpu"]
+  - name: kwok_node_allocatable_memory_bytes
+    dimension: node
+    kind: gauge
+    help: "The node's allocatable memory in bytes"
+    value: node.status.allocatable["memory"]
 """
+
+# Prometheus scrapes every node's kubelet metrics from kwok, found through the API (the node role of its Kubernetes
+# service discovery), each sample's `instance` the node's name, as LowNodeUtilization's Prometheus source wants.
+PROMETHEUS_CONFIG = """\
+global: {{scrape_interval: {interval}s, evaluation_interval: {interval}s}}
+rule_files: [{rules}]
+scrape_configs:
+- job_name: kwok-kubelets
+  kubernetes_sd_configs: [{{role: node, kubeconfig_file: {kubeconfig}}}]
+  relabel_configs:
+  - {{source_labels: [__meta_kubernetes_node_name], target_label: instance}}
+  - source_labels: [__meta_kubernetes_node_name]
+    target_label: __metrics_path__
+    replacement: /metrics/nodes/$1/metrics/resource
+  - {{target_label: __address__, replacement: "{kwok}"}}
+"""
+# The per-node ratios in [0,1] a descheduler policy queries (a recording rule, as operators keep them).
+PROMETHEUS_RULES = """\
+groups:
+- name: node-utilization
+  rules:
+  - record: instance:node_cpu:ratio
+    expr: sum by (instance) (rate(node_cpu_usage_seconds_total[{window}s])) / on (instance)
+      sum by (instance) (kwok_node_allocatable_cpu_cores)
+  - record: instance:node_memory:ratio
+    expr: sum by (instance) (node_memory_working_set_bytes) / on (instance)
+      sum by (instance) (kwok_node_allocatable_memory_bytes)
+"""
+PROMETHEUS_QUERY = "instance:node_cpu:ratio"
 
 
 def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.5) -> T:
@@ -145,6 +191,17 @@ def wait_until(check: Callable[[], T], timeout: float, what: str, interval: floa
         if time.monotonic() > deadline:
             raise ClusterError(f"{what}: not within {timeout:.0f}s")
         time.sleep(interval)
+
+
+def routable_address() -> str | None:
+    """This host's own IPv4 address on its default route (no packet is sent), None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("203.0.113.1", 9))  # TEST-NET-3: routed by default, never reached
+        except OSError:
+            return None
+        found = str(s.getsockname()[0])
+    return None if found.startswith("127.") or found == "0.0.0.0" else found
 
 
 def _openssl(*args: str) -> None:
@@ -170,9 +227,11 @@ class SimCluster(LocalCluster):
         self.metrics_server = Path(metrics_server) if metrics_server else None
         self.kwok_port = 0
         self.metrics_port = 0
+        self.prometheus_port = 0
+        self.prometheus_host = LOOPBACK
         self.front_proxy: list[str] = []  # the apiserver's aggregation-layer flags; none without openssl
         self.logs = {name: self.work_dir / f"{name}.log"
-                     for name in ("kube-controller-manager", "kube-scheduler", "kwok", "metrics-server")}
+                     for name in ("kube-controller-manager", "kube-scheduler", "kwok", "metrics-server", "prometheus")}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -321,14 +380,77 @@ class SimCluster(LocalCluster):
         self._wait_alive(lambda: self.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes").ok,
                          "metrics.k8s.io served through the aggregator", timeout)
 
+    def start_prometheus(self, binary: Path | str, timeout: float = 90, interval: int = 2) -> str:
+        """Run Prometheus (built by build-prometheus) scraping kwok, with the node-utilization recording rules;
+        returns its URL once the rule has a value for every node. Also a Service monitoring/prometheus without a
+        selector whose Endpoints are that address, for the apiserver's service proxy."""
+        if self.prometheus_port:
+            return self.prometheus_url
+        self.prometheus_port = free_port()
+        # The apiserver proxies to no loopback address (Endpoints refuse one): Prometheus listens on this host's
+        # own, where it has one.
+        self.prometheus_host = routable_address() or LOOPBACK
+        pdir = self.work_dir / "prometheus"
+        pdir.mkdir(exist_ok=True)
+        rules = pdir / "rules.yml"
+        rules.write_text(PROMETHEUS_RULES.format(window=max(10, 5 * interval)))
+        config = pdir / "prometheus.yml"
+        config.write_text(PROMETHEUS_CONFIG.format(interval=interval, rules=json.dumps(str(rules)),
+                                                   kubeconfig=json.dumps(str(self.kubeconfig)),
+                                                   kwok=f"{LOOPBACK}:{self.kwok_port}"))
+        self._spawn("prometheus", [
+            str(binary), f"--config.file={config}", f"--storage.tsdb.path={pdir / 'data'}",
+            f"--web.listen-address={self.prometheus_host}:{self.prometheus_port}", "--log.level=warn",
+        ], self.logs["prometheus"])
+        try:
+            self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}})
+            if self.prometheus_host != LOOPBACK:
+                self._prometheus_service()
+            nodes = {n["metadata"]["name"] for n in self.request("GET", "/api/v1/nodes").body["items"]}
+            self._wait_alive(lambda: nodes <= set(self.prometheus_values()),
+                             f"Prometheus recording {PROMETHEUS_QUERY} for every node", timeout)
+        except BaseException:
+            self._stop_components("prometheus")
+            raise
+        return self.prometheus_url
+
+    def _prometheus_service(self) -> None:
+        """A Service without a selector and the Endpoints of Prometheus's address: what the apiserver's service
+        proxy reads."""
+        meta = {"name": "prometheus", "namespace": "monitoring"}
+        self.apply({"apiVersion": "v1", "kind": "Service", "metadata": meta,
+                    "spec": {"ports": [{"name": "web", "port": self.prometheus_port}]}})
+        self.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": meta,
+                    "subsets": [{"addresses": [{"ip": self.prometheus_host}],
+                                 "ports": [{"name": "web", "port": self.prometheus_port}]}]})
+        self.apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"name": "prometheus-1", "namespace": "monitoring",
+                                 "labels": {"kubernetes.io/service-name": "prometheus"}},
+                    "addressType": "IPv4", "endpoints": [{"addresses": [self.prometheus_host],
+                                                          "conditions": {"ready": True}}],
+                    "ports": [{"name": "web", "port": self.prometheus_port, "protocol": "TCP"}]})
+
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://{self.prometheus_host}:{self.prometheus_port}"
+
+    def prometheus_values(self, query: str = PROMETHEUS_QUERY) -> dict[str, float]:
+        """The query's instant value per `instance`, straight from Prometheus."""
+        url = f"{self.prometheus_url}/api/v1/query?query={urllib.parse.quote(query)}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            doc = json.load(r)
+        return {s["metric"].get("instance", ""): float(s["value"][1]) for s in doc["data"]["result"]}
+
     def stop(self) -> None:
         """Stop what was started on top of the control plane, then the control plane. Safe to call more than once."""
-        self._stop_components("metrics-server", "kwok", "kube-scheduler", "kube-controller-manager")
+        self._stop_components("prometheus", "metrics-server", "kwok", "kube-scheduler", "kube-controller-manager")
         super().stop()
 
     def _stop_components(self, *names: str) -> None:
         if "metrics-server" in names:
             self.metrics_port = 0
+        if "prometheus" in names:
+            self.prometheus_port = 0
         self._stop_named(*names)
 
     def pids(self) -> dict[str, int]:

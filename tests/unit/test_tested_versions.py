@@ -25,6 +25,7 @@ def _default(script: str, variable: str) -> str:
     ("build-koord-descheduler", "KOORD_VERSION", "koord-descheduler {}"),
     ("build-metrics-server", "METRICS_SERVER_VERSION", "metrics-server {}"),
     ("build-krew", "KREW_VERSION", "krew {}"),
+    ("build-prometheus", "PROMETHEUS_VERSION", "Prometheus {}"),
 ])
 def test_the_compatibility_page_names_the_tested_versions(script: str, variable: str, said: str) -> None:
     assert said.format(_default(script, variable)) in PAGE.read_text()
