@@ -29,9 +29,10 @@ SCRIPT = ROOT / "examples" / "sim-cluster"
 class Example:
     """The script in the background, its output read line by line."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, metrics: bool = False) -> None:
         self.directory = directory
-        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), "--dir", str(directory), "--no-metrics"],
+        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), "--dir", str(directory),
+                                      *([] if metrics else ["--no-metrics"])],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -222,3 +223,23 @@ def test_the_walkthrough_moves_checkout_and_empties_a_node(example: Example) -> 
         assert all(p["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet" for p in left), left
     landed = {p["landed"] for p in (plan.get("landings") or {}).get("pods", ())}
     assert not landed & {e["node"] for e in plan.get("emptying", ())}, landed  # nothing back where it empties
+
+
+def test_the_printed_prometheus_command_balances_by_its_recording_rule(tmp_path: Path) -> None:
+    built("build-binaries", "kube-apiserver")
+    built("build-sim", "kwok")
+    built("build-prometheus", "prometheus")
+    ex = Example(tmp_path / "sim", metrics=True)
+    try:
+        kubeconfig = ex.wait_for("export KUBECONFIG=").split("=", 1)[1].strip()
+        hint = ex.wait_for("--prometheus-query").split()
+        ex.wait_for("Stop with Ctrl-C")
+        assert hint[:4] == ["kubectl", "desched", "balance", "-A"], hint
+        plan = as_json(desched(kubeconfig, *hint[2:], "--dry-run=client", "-o", "json"))
+        measured = {n["name"]: n.get("measured") for n in plan["nodes"]}
+        assert all(v is not None for v in measured.values()), measured  # a value for every node, in the plan
+        assert plan["measurements"], plan
+    finally:
+        if ex.proc.poll() is None:
+            ex.proc.send_signal(signal.SIGTERM)
+            ex.finish()
