@@ -1,15 +1,23 @@
 """Plugin args as dataclasses, decoded from policy YAML with the field path in every error.
 
 A PluginArgs dataclass declares fields with upstream's JSON names (snake_case turned into camelCase, or
-`field(metadata={"key": ...})`), defaults, and a `validate(path)` for rules across fields."""
+`field(metadata={"key": ...})`), defaults, and a `validate(path)` for rules across fields.
+
+Args are decoded as upstream's strict decoder does (sigs.k8s.io/json with DisallowUnknownFields): a key that is
+not a field, compared case-sensitively, is an error, at any depth. The policy decoder turns that off only where
+upstream decodes a plugin's args leniently (koord-descheduler's copies of the upstream plugins); then the
+field is warned about and ignored."""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
 from kubectl_desched.errors import ConfigError
@@ -119,10 +127,72 @@ def _convert(tp: Any, value: Any, path: str, warnings: list[str]) -> Any:
     raise ConfigError(path, f"cannot decode a value of type {tp}")
 
 
-def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = None) -> Any:
-    """Build `cls` from a policy mapping; unknown fields are warned about (policies written for a newer
-    upstream still load), wrong types and invalid values are errors."""
-    warnings = warnings if warnings is not None else []
+@dataclasses.dataclass
+class _Decoding:
+    strict: bool
+    warnings: list[str]
+
+
+_DECODING: ContextVar[_Decoding | None] = ContextVar("kubectl_desched_args_decoding", default=None)
+
+
+@contextmanager
+def _decoding(strict: bool | None, warnings: list[str] | None) -> Iterator[_Decoding]:
+    """The strictness and the warnings list of the decoding under way: nested decode_args calls, a `from_raw`
+    and a `validate` inherit them without passing them along."""
+    outer = _DECODING.get()
+    state = _Decoding(strict if strict is not None else (outer.strict if outer else True),
+                      warnings if warnings is not None else (outer.warnings if outer else []))
+    token = _DECODING.set(state)
+    try:
+        yield state
+    finally:
+        _DECODING.reset(token)
+
+
+def unknown_field(path: str, key: str, known: Iterable[str]) -> None:
+    """A key that is not a field at `path`: a ConfigError while decoding strictly (the default, as upstream's
+    strict decoder refuses it), else a warning."""
+    sub = f"{path}.{key}" if path else str(key)
+    state = _DECODING.get()
+    if state is not None and not state.strict:
+        state.warnings.append(f"{sub}: unknown field, ignored")
+        return
+    raise ConfigError(sub, f"unknown field{field_hint(key, known)}")
+
+
+def field_hint(key: Any, known: Iterable[str]) -> str:
+    """What an unknown field may have meant: a known field spelled with other case (Go's strict decoding
+    compares names case-sensitively), or a close one."""
+    names = sorted(known)
+    if not isinstance(key, str) or not names:
+        return ""
+    same = [n for n in names if n.lower() == key.lower()]
+    if same:
+        return f" (field names are case-sensitive: {same[0]})"
+    close = difflib.get_close_matches(key, names, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def check_fields(value: Mapping[Any, Any], known: Iterable[str], path: str) -> None:
+    """Every key of an object decoded by hand (a selector, a map kept as is) must be one of `known`."""
+    names = set(known)
+    for key in value:
+        if key not in names:
+            unknown_field(path, key, names)
+
+
+def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = None, *,
+                strict: bool | None = None) -> Any:
+    """Build `cls` from a policy mapping. A key that is not a field of `cls` is an error, as in upstream's
+    strict decoding (`strict=False`: a warning, the field ignored); wrong types and invalid values are errors.
+    Nested args, `from_raw` and `validate` decode with the same strictness and warnings list (`None`: those of
+    the decoding under way, else strict)."""
+    with _decoding(strict, warnings) as state:
+        return _decode(cls, raw, path, state.warnings)
+
+
+def _decode(cls: type, raw: Any, path: str, warnings: list[str]) -> Any:
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -135,9 +205,9 @@ def decode_args(cls: type, raw: Any, path: str, warnings: list[str] | None = Non
         f = by_key.get(key)
         sub = f"{path}.{key}" if path else str(key)
         if f is None:
-            if key in ("apiVersion", "kind"):
+            if key in ("apiVersion", "kind"):  # metav1.TypeMeta, inline in every args type
                 continue
-            warnings.append(f"{sub}: unknown field, ignored")
+            unknown_field(path, key, by_key)
             continue
         if key in deprecated:
             warnings.append(f"{sub}: deprecated, {deprecated[key]}")
@@ -238,6 +308,7 @@ class LabelSelectorArg:
 
     @classmethod
     def from_raw(cls, value: Any, path: str) -> LabelSelectorArg:
+        check_selector_fields(value, path)
         try:
             label_selector(value)
         except ValueError as e:
@@ -249,3 +320,18 @@ class LabelSelectorArg:
 
     def to_raw(self) -> Mapping[str, Any]:
         return self.raw
+
+
+SELECTOR_FIELDS = ("matchLabels", "matchExpressions")
+REQUIREMENT_FIELDS = ("key", "operator", "values")
+
+
+def check_selector_fields(value: Any, path: str) -> None:
+    """metav1.LabelSelector's fields, and its requirements', decoded as strictly as args are."""
+    if not isinstance(value, Mapping):
+        return  # label_selector says what is wrong with it
+    check_fields(value, SELECTOR_FIELDS, path)
+    expressions = value.get("matchExpressions")
+    for i, expr in enumerate(expressions if isinstance(expressions, list) else []):
+        if isinstance(expr, Mapping):
+            check_fields(expr, REQUIREMENT_FIELDS, f"{path}.matchExpressions[{i}]")

@@ -13,7 +13,7 @@ import jsonpatch
 
 from kubectl_desched import safeload
 from kubectl_desched.errors import ConfigError, UsageError
-from kubectl_desched.framework.args import decode_args
+from kubectl_desched.framework.args import check_selector_fields, decode_args, field_hint
 from kubectl_desched.framework.plan import Limits
 from kubectl_desched.framework.policy import PluginUse, Policy, Profile, PrometheusProvider
 from kubectl_desched.framework.registry import Registry
@@ -28,13 +28,29 @@ DEFAULT_EVICTOR = "DefaultEvictor"
 KOORD_DEFAULT_FILTER = "MigrationController"
 
 # Top-level fields that configure the in-cluster daemon, not a one-shot run: accepted without a warning.
+# Upstream's are v0.36.0's DeschedulerPolicy fields (pkg/api/v1alpha2/types.go); Koordinator's, v1.8.0's
+# DeschedulerConfiguration (pkg/descheduler/apis/config/v1alpha2/types.go) with component-base's inline
+# DebuggingConfiguration.
 _DAEMON_FIELDS = {
-    UPSTREAM_KIND: {"gracePeriodSeconds", "metricsCollector", "metricsProviders", "prometheus",
-                    "evictionFailureEventNotification", "ignorePVCPods", "evictLocalStoragePods",
-                    "evictSystemCriticalPods", "evictDaemonSetPods", "evictFailedBarePods"},
+    UPSTREAM_KIND: {"gracePeriodSeconds", "metricsCollector", "metricsProviders", "evictionFailureEventNotification"},
     KOORD_KIND: {"leaderElection", "clientConnection", "healthzBindAddress", "metricsBindAddress",
                  "deschedulingInterval", "dryRun", "enableProfiling", "enableContentionProfiling"},
 }
+# koord-descheduler decodes its whole configuration strictly, these daemon objects included (component-base v0.35).
+_KOORD_OBJECT_FIELDS = {
+    "leaderElection": ("leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
+                       "resourceName", "resourceNamespace"),
+    "clientConnection": ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"),
+}
+# A profile's fields: Koordinator's; upstream's lack nodeSelector, which is read here for both kinds.
+_PROFILE_FIELDS = ("name", "pluginConfig", "plugins", "nodeSelector")
+_KOORD_POINTS = ("deschedule", "balance", "evict", "filter")
+_PLUGIN_SET_FIELDS = ("enabled", "disabled")
+_PLUGIN_CONFIG_FIELDS = ("name", "args")
+# The plugins koord-descheduler decodes with its own strict scheme (MigrationControllerArgs, LowNodeLoadArgs and
+# CustomPriorityArgs are registered there); it decodes its copies of upstream's plugins, DefaultEvictor included,
+# with client-go's lenient scheme, which ignores unknown fields.
+_KOORD_STRICT_ARGS = {"LowNodeLoad", "MigrationController", "CustomPriority"}
 
 
 MAX_PATCH_OPERATIONS = 1000
@@ -110,14 +126,19 @@ def _limit(raw: Mapping[str, Any], key: str, source: str) -> int | None:
     return v
 
 
-def _names(value: Any, path: str, source: str) -> list[str]:
-    """A plugin list: upstream writes names, Koordinator writes {name: ...} objects; accept both."""
+def _names(value: Any, path: str, source: str, strict: bool = False) -> list[str]:
+    """A plugin list: upstream writes names, Koordinator writes {name: ...} objects; accept both (strict: an
+    object's other keys are unknown fields, as koord-descheduler decodes them)."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise ConfigError(path, "must be a list of plugin names", source)
     out = []
     for i, item in enumerate(value):
+        if strict and isinstance(item, Mapping):
+            for key in item:
+                if key != "name":
+                    raise ConfigError(f"{path}[{i}].{key}", f"unknown field{field_hint(key, ['name'])}", source)
         name = item.get("name") if isinstance(item, Mapping) else item
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{path}[{i}]", "must be a plugin name", source)
@@ -125,11 +146,15 @@ def _names(value: Any, path: str, source: str) -> list[str]:
     return out
 
 
-def _selector_object(value: Any, path: str, source: str) -> Matcher | None:
+def _selector_object(value: Any, path: str, source: str, strict: bool = False) -> Matcher | None:
     if value is None:
         return None
     try:
+        if strict:
+            check_selector_fields(value, path)
         return label_selector(value)
+    except ConfigError as e:
+        raise ConfigError(e.path, e.message, source) from None
     except ValueError as e:
         raise ConfigError(path, str(e), source) from None
 
@@ -143,6 +168,20 @@ class _Decoder:
     def err(self, path: str, message: str) -> ConfigError:
         return ConfigError(path, message, self.source)
 
+    @property
+    def strict(self) -> bool:
+        """koord-descheduler decodes its whole configuration strictly; upstream only the plugins' args, and
+        ignores unknown fields elsewhere (here they are warned about)."""
+        return self.kind == KOORD_KIND
+
+    def _fields(self, value: Mapping[Any, Any], known: Any, path: str) -> None:
+        for key in value:
+            if key not in known:
+                sub = f"{path}.{key}" if path else str(key)
+                if self.strict:
+                    raise self.err(sub, f"unknown field{field_hint(key, known)}")
+                self.warnings.append(f"{self.source}: {sub}: unknown field, ignored")
+
     def decode(self) -> Policy:
         raw = self.raw
         api = raw.get("apiVersion")
@@ -154,9 +193,11 @@ class _Decoder:
             raise self.err("apiVersion", f"must be {API_VERSION}, not {policy_value(api)}{hint}")
         known = {"apiVersion", "kind", "profiles", "nodeSelector", "maxNoOfPodsToEvictPerNode",
                  "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal"} | _DAEMON_FIELDS[self.kind]
-        for key in raw:
-            if key not in known:
-                self.warnings.append(f"{self.source}: {key}: unknown field, ignored")
+        self._fields(raw, known, "")
+        if self.strict:
+            for key, fields in _KOORD_OBJECT_FIELDS.items():
+                if isinstance(raw.get(key), Mapping):
+                    self._fields(raw[key], fields, key)
         limits = Limits(
             per_node=_limit(raw, "maxNoOfPodsToEvictPerNode", self.source),
             per_namespace=_limit(raw, "maxNoOfPodsToEvictPerNamespace", self.source),
@@ -238,11 +279,12 @@ class _Decoder:
                 return parse_selector(value)
             except ValueError as e:
                 raise self.err("nodeSelector", str(e)) from None
-        return _selector_object(value, "nodeSelector", self.source)
+        return _selector_object(value, "nodeSelector", self.source, self.strict)
 
     def _profile(self, p: Any, path: str, count: int) -> tuple[Profile, list[str]]:
         if not isinstance(p, Mapping):
             raise self.err(path, "must be an object")
+        self._fields(p, _PROFILE_FIELDS, path)
         name = p.get("name")
         if name is not None and not isinstance(name, str):
             raise self.err(f"{path}.name", f"must be a string, not {policy_value(name)}{yaml_hint('a string', name)}")
@@ -258,13 +300,17 @@ class _Decoder:
         points: dict[str, list[str]] = {}
         for key, sets in plugins.items():
             point = {"preevictionfilter": "preEvictionFilter"}.get(key, key)
+            if self.strict and point not in _KOORD_POINTS:
+                raise self.err(f"{path}.plugins.{key}", f"unknown field{field_hint(key, _KOORD_POINTS)} "
+                                                       f"(Koordinator's extension points: {', '.join(_KOORD_POINTS)})")
             if point not in ("deschedule", "balance", "filter", "preEvictionFilter", "evict", "sort"):
                 self.warnings.append(f"{self.source}: {path}.plugins.{key}: unknown extension point, ignored")
                 continue
             if not isinstance(sets, Mapping):
                 raise self.err(f"{path}.plugins.{key}", "must be an object with enabled")
-            enabled = _names(sets.get("enabled"), f"{path}.plugins.{key}.enabled", self.source)
-            disabled = _names(sets.get("disabled"), f"{path}.plugins.{key}.disabled", self.source)
+            self._fields(sets, _PLUGIN_SET_FIELDS, f"{path}.plugins.{key}")
+            enabled = _names(sets.get("enabled"), f"{path}.plugins.{key}.enabled", self.source, self.strict)
+            disabled = _names(sets.get("disabled"), f"{path}.plugins.{key}.disabled", self.source, self.strict)
             if self.kind == KOORD_KIND:
                 enabled = self._koord_merge(point, enabled, disabled)
             elif disabled:
@@ -281,11 +327,15 @@ class _Decoder:
             # Koordinator's filter plugin answers both Filter and PreEvictionFilter.
             points["preEvictionFilter"] = points.get("preEvictionFilter", []) + points.get("filter", [])
         prof = Profile(name, node_selector=_selector_object(p.get("nodeSelector"), f"{path}.nodeSelector",
-                                                                 self.source))
+                                                                 self.source, self.strict))
         for point, target in (("deschedule", prof.deschedule), ("balance", prof.balance),
                               ("filter", prof.filters), ("preEvictionFilter", prof.pre_eviction_filters)):
             for j, plugin in enumerate(dict.fromkeys(points.get(point, []))):
                 target.append(self._use(plugin, point, configs, f"{path}.plugins.{point}.enabled[{j}]"))
+        used = {u.spec.name for u in (*prof.deschedule, *prof.balance, *prof.filters, *prof.pre_eviction_filters)}
+        for name, (args_raw, args_path) in configs.items():
+            if name not in used:  # decoded all the same, as upstream decodes every pluginConfig entry
+                self._args(self.registry.get(name), args_raw, args_path)
         return prof, [n for n in points.get("evict", []) if n]
 
     def _koord_merge(self, point: str, enabled: list[str], disabled: list[str]) -> list[str]:
@@ -303,6 +353,8 @@ class _Decoder:
         out: dict[str, tuple[Any, str]] = {}
         for j, pc in enumerate(value):
             p = f"{path}[{j}]"
+            if isinstance(pc, Mapping):
+                self._fields(pc, _PLUGIN_CONFIG_FIELDS, p)
             if not isinstance(pc, Mapping) or not isinstance(pc.get("name"), str):
                 raise self.err(p, "needs a name")
             name = pc["name"]
@@ -329,18 +381,29 @@ class _Decoder:
         args_raw, args_path = configs.get(name, (None, f"pluginConfig[{name}].args"))
         if name not in configs and self.kind == UPSTREAM_KIND and point in ("deschedule", "balance"):
             raise self.err(path, f"plugin {name} is enabled but has no pluginConfig entry")
+        return PluginUse(spec, self._args(spec, args_raw, args_path), args_path)
+
+    def _args(self, spec: Any, args_raw: Any, args_path: str) -> Any:
         if spec.args_type is None:
-            return PluginUse(spec, None, args_path)
+            return None
         warnings: list[str] = []
         try:
-            args = decode_args(spec.args_type, args_raw, "", warnings)
+            args = decode_args(spec.args_type, args_raw, "", warnings, strict=self._strict_args(spec))
         except ConfigError as e:
             sub = f"{args_path}.{e.path}" if e.path else args_path
             raise self.err(sub, e.message) from None
         for w in warnings:  # a filter plugin's args are decoded for filter and preEvictionFilter: warn once
             if f"{self.source}: {args_path}.{w}" not in self.warnings:
                 self.warnings.append(f"{self.source}: {args_path}.{w}")
-        return PluginUse(spec, args, args_path)
+        return args
+
+
+    def _strict_args(self, spec: Any) -> bool:
+        """Upstream decodes every plugin's args strictly; koord-descheduler its own plugins' only. A plugin
+        neither knows (an out-of-tree one) is decoded strictly, as upstream's framework would."""
+        if self.kind == KOORD_KIND and spec.origin == "in-tree":
+            return spec.name in _KOORD_STRICT_ARGS
+        return True
 
 
 def decode_policy(raw: dict[str, Any], registry: Registry, source: str) -> Policy:

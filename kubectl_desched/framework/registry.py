@@ -117,7 +117,7 @@ def _check_cli(surface: Any, args_type: type | None, plugin: str) -> None:
     warnings: list[str] = []
     from_flags = surface.args({}, {})
     try:
-        decode_args(args_type, from_flags, "", warnings)
+        decode_args(args_type, from_flags, "", warnings, strict=False)  # an unknown field: said below
     except ConfigError as e:
         if surface.defaults:
             raise TypeError(f"{plugin}: its defaults from flags do not decode: {e}") from None

@@ -216,7 +216,8 @@ def registry() -> Registry:
 
 def policy(raw: Mapping[str, Any], source: str = "policy.yaml") -> Policy:
     """A DeschedulerPolicy or DeschedulerConfiguration decoded as `--policy` does: a ConfigError names the
-    field path, `.warnings` holds the unknown fields."""
+    field path (an unknown field in args is one, as upstream's strict decoding makes it), `.warnings` holds the
+    rest (unknown top-level and profile fields of a DeschedulerPolicy, deprecated args)."""
     return decode_policy(dict(raw), registry(), source)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_desched.errors import ConfigError
 from kubectl_desched.framework import Handle, PluginArgs
-from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespaces
+from kubectl_desched.framework.args import Duration, LabelSelectorArg, Namespaces, check_fields
 from kubectl_desched.framework.flags import CliSurface
 from kubectl_desched.model.objects import Pod
 from kubectl_desched.model.podmigrationjob import JOB_MODES, RESERVATION_FIRST
@@ -35,6 +35,13 @@ GATES = ("MaxUnavailablePerWorkload", "MaxMigratingPerWorkload", "MaxMigratingPe
          "MaxMigratingGlobally", "ExpectedReplicas", "PVC", "BarePods", "LocalStorage", "SystemCritical",
          "PriorityThreshold", "LabelSelector", "Namespaces", "NodeFit")
 OWNER_KINDS = set(arb.WORKLOAD_KINDS)  # what the workload checks read
+# The fields of the objects kept as written, checked as koord-descheduler's strict decoding checks them
+# (v1alpha2 MigrationObjectLimiter and ArbitrationArgs; metav1.DeleteOptions and its Preconditions).
+OBJECT_LIMITER_FIELDS = ("duration", "maxMigrating", "burst")
+ARBITRATION_FIELDS = ("enabled", "interval")
+DELETE_OPTIONS_FIELDS = ("apiVersion", "kind", "gracePeriodSeconds", "preconditions", "orphanDependents",
+                         "propagationPolicy", "dryRun", "ignoreStoreReadErrorWithClusterBreakingPotential")
+PRECONDITIONS_FIELDS = ("uid", "resourceVersion")
 
 
 @dataclass
@@ -71,6 +78,7 @@ class MigrationControllerArgs(PluginArgs):
 
     def validate(self, path: str) -> None:
         p = f"{path}." if path else ""
+        self._check_objects(p)
         if self.default_job_mode and self.default_job_mode not in JOB_MODES:
             raise ConfigError(f"{p}defaultJobMode", f"must be {' or '.join(JOB_MODES)}, not {self.default_job_mode!r}")
         if self.default_job_ttl is not None and self.default_job_ttl.seconds < 0:
@@ -91,6 +99,19 @@ class MigrationControllerArgs(PluginArgs):
                     arb.scaled_value(value, 100)
                 except ValueError as e:
                     raise ConfigError(f"{p}{key}", str(e)) from None
+
+    def _check_objects(self, p: str) -> None:
+        delete = self.default_delete_options
+        if isinstance(delete, dict):
+            check_fields(delete, DELETE_OPTIONS_FIELDS, f"{p}defaultDeleteOptions")
+            if isinstance(delete.get("preconditions"), dict):
+                check_fields(delete["preconditions"], PRECONDITIONS_FIELDS, f"{p}defaultDeleteOptions.preconditions")
+        if isinstance(self.arbitration_args, dict):
+            check_fields(self.arbitration_args, ARBITRATION_FIELDS, f"{p}arbitrationArgs")
+        if isinstance(self.object_limiters, dict):
+            for kind, limiter in self.object_limiters.items():
+                if isinstance(limiter, dict):
+                    check_fields(limiter, OBJECT_LIMITER_FIELDS, f"{p}objectLimiters.{kind}")
 
     def skips(self, gate: str) -> bool:
         return gate in self.skip_eviction_gates

@@ -210,6 +210,19 @@ def test_bad_args_in_a_policy_name_file_and_path(snapshot_file: str, tmp_path: P
                            "must be a boolean, not 'sometimes'\n")
 
 
+@pytest.mark.parametrize("kind", ["DeschedulerPolicy", "DeschedulerConfiguration"])
+def test_an_unknown_args_field_refuses_the_policy(snapshot_file: str, tmp_path: Path, kind: str) -> None:
+    """An out-of-tree plugin's args are decoded strictly, as upstream's framework decodes every plugin's."""
+    policy = _policy(tmp_path, {
+        "apiVersion": "descheduler/v1alpha2", "kind": kind,
+        "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN, "args": {"drainTaints": [], "minPodAge": 5}}],
+                      "plugins": {"deschedule": {"enabled": [{"name": PLUGIN}]}}}]})
+    proc = desched("run", "--policy", policy, "--from-file", snapshot_file)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {policy}: profiles[0].pluginConfig[0].args.minPodAge: unknown field "
+                           "(did you mean minPodAgeSeconds?)\n")
+
+
 def test_now_judges_ages_in_a_snapshot_at_a_chosen_time(snapshot_file: str) -> None:
     """The snapshot's pods were created an hour before testing.NOW: --now moves the clock the plugin reads."""
     run = ["deschedule", "--from-file", snapshot_file, "-n", "shop", "--plugin", PLUGIN, "--drain-min-pod-age", "2h",

@@ -169,7 +169,7 @@ def test_valid_taint_keys() -> None:
     assert decode_args(RemovePodsFromCordonedNodesArgs, {"drainTaints": keys}, "").drain_taints == keys
 
 
-def test_policy_errors_give_the_whole_path_and_unknown_fields_warn() -> None:
+def test_policy_errors_give_the_whole_path_and_unknown_fields_are_refused() -> None:
     raw: dict[str, Any] = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
         "name": "drain", "plugins": {"deschedule": {"enabled": [PLUGIN]}},
         "pluginConfig": [{"name": PLUGIN, "args": {"drainTaints": ["bad key"]}}]}]}
@@ -178,9 +178,11 @@ def test_policy_errors_give_the_whole_path_and_unknown_fields_warn() -> None:
     assert str(err.value) == ("policy.yaml: profiles[0].pluginConfig[0].args.drainTaints[0]: "
                               "'bad key' is not a taint key or key=value: invalid key: the name part must be letters, "
                               "digits, '-', '_' and '.', starting and ending with a letter or digit")
-    raw["profiles"][0]["pluginConfig"][0]["args"] = {"drainTaint": ["typo"]}
-    assert policy(raw, "policy.yaml").warnings == [
-        "policy.yaml: profiles[0].pluginConfig[0].args.drainTaint: unknown field, ignored"]
+    raw["profiles"][0]["pluginConfig"][0]["args"] = {"drainTaint": ["typo"]}  # strict, as upstream's framework
+    with pytest.raises(ConfigError) as err:
+        policy(raw, "policy.yaml")
+    assert str(err.value) == ("policy.yaml: profiles[0].pluginConfig[0].args.drainTaint: unknown field "
+                              "(did you mean drainTaints?)")
 
 
 def test_pod_age_follows_the_clock_the_state_is_read_at() -> None:

@@ -178,17 +178,65 @@ def test_upstream_disabled_is_warned_and_ignored(registry: Registry) -> None:
     assert "p.yaml: profiles[0].plugins.filter.disabled: ignored, as upstream does" in policy.warnings
 
 
-def test_unknown_fields_are_warnings(registry: Registry) -> None:
-    args = {**LNU_ARGS, "futureKnob": 3}
-    profile = _lnu_profile(args=args)
+def test_unknown_policy_fields_are_warnings(registry: Registry) -> None:
+    """Upstream decodes the DeschedulerPolicy itself leniently (its scheme's codec is not strict): unknown fields
+    there are ignored, and warned about here; only the plugins' args are decoded strictly."""
+    profile = _lnu_profile(shinyProfileField=1)
     profile["plugins"]["sideways"] = {"enabled": ["X"]}
-    raw = _upstream(profile, shinyNewField=True)
+    profile["plugins"]["balance"]["weights"] = {}
+    profile["pluginConfig"][0]["weight"] = 2
+    raw = _upstream(profile, shinyNewField=True, ignorePVCPods=True)  # a v1alpha1 field v1alpha2 does not have
     policy = decode_policy(raw, registry, "p.yaml")
     assert sorted(policy.warnings) == [
-        "p.yaml: profiles[0].pluginConfig[0].args.futureKnob: unknown field, ignored",
+        "p.yaml: ignorePVCPods: unknown field, ignored",
+        "p.yaml: profiles[0].pluginConfig[0].weight: unknown field, ignored",
+        "p.yaml: profiles[0].plugins.balance.weights: unknown field, ignored",
         "p.yaml: profiles[0].plugins.sideways: unknown extension point, ignored",
+        "p.yaml: profiles[0].shinyProfileField: unknown field, ignored",
         "p.yaml: shinyNewField: unknown field, ignored",
     ]
+
+
+def test_upstream_daemon_fields_are_accepted_silently(registry: Registry) -> None:
+    raw = _upstream(_lnu_profile(), gracePeriodSeconds=5, evictionFailureEventNotification=True,
+                    metricsCollector={"enabled": False},
+                    metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "https://prom:9090"}}])
+    assert decode_policy(raw, registry, "p.yaml").warnings == []
+
+
+@pytest.mark.parametrize(("args", "path", "hint"), [
+    ({**LNU_ARGS, "futureKnob": 3}, "futureKnob", ""),
+    ({**LNU_ARGS, "Thresholds": {"cpu": 1}}, "Thresholds", " (field names are case-sensitive: thresholds)"),
+    ({**LNU_ARGS, "targetThreshold": {}}, "targetThreshold", " (did you mean targetThresholds?)"),
+    ({**LNU_ARGS, "evictableNamespaces": {"include": ["a"], "inlcude": []}}, "evictableNamespaces.inlcude",
+     " (did you mean include?)"),
+    ({**LNU_ARGS, "evictionLimits": {"node": 1, "total": 3}}, "evictionLimits.total", ""),
+    ({**LNU_ARGS, "metricsUtilization": {"metricsServer": True, "prometheus": {"query": "q", "url": "x"}}},
+     "metricsUtilization.prometheus.url", ""),
+])
+def test_unknown_args_fields_are_errors(registry: Registry, args: dict[str, Any], path: str, hint: str) -> None:
+    """Upstream decodes each pluginConfig's args strictly: `strict decoding error: unknown field "..."`."""
+    e = _error(_upstream(_lnu_profile(args=args)), registry)
+    assert (e.path, e.message) == (f"profiles[0].pluginConfig[0].args.{path}", f"unknown field{hint}")
+
+
+def test_args_of_a_plugin_not_enabled_are_decoded_too(registry: Registry) -> None:
+    profile = _lnu_profile()
+    profile["pluginConfig"].append({"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60, "typo": 1}})
+    e = _error(_upstream(profile), registry)
+    assert (e.path, e.message) == ("profiles[0].pluginConfig[1].args.typo", "unknown field")
+
+
+@pytest.mark.parametrize(("selector", "path"), [
+    ({"matchLabel": {"a": "b"}}, "labelSelector.matchLabel"),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists", "value": []}]},
+     "labelSelector.matchExpressions[0].value"),
+])
+def test_unknown_selector_fields_in_args_are_errors(registry: Registry, selector: dict[str, Any], path: str) -> None:
+    profile = _lnu_profile()
+    profile["pluginConfig"].append({"name": "DefaultEvictor", "args": {"labelSelector": selector}})
+    e = _error(_upstream(profile), registry)
+    assert (e.path, e.message[:13]) == (f"profiles[0].pluginConfig[1].args.{path}", "unknown field")
 
 
 def test_deprecated_evictor_booleans_warn(registry: Registry) -> None:
@@ -293,6 +341,86 @@ def test_koordinator_enabled_plugin_without_plugin_config_uses_defaults(registry
 def test_koordinator_unnamed_profile_needs_a_name_when_there_are_several(registry: Registry) -> None:
     raw = {"apiVersion": API, "kind": "DeschedulerConfiguration", "profiles": [{}, {"name": "x"}]}
     assert _error(raw, registry, "k.yaml").path == "profiles[0].name"
+
+
+def _koord(**profile: Any) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "DeschedulerConfiguration", "profiles": [{
+        "name": "k", "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+        "pluginConfig": [{"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}},
+                         {"name": "MigrationController", "args": {"evictAllBarePods": True}}], **profile}]}
+
+
+@pytest.mark.parametrize(("mutate", "path"), [
+    (lambda r: r.update(shinyNewField=1), "shinyNewField"),
+    (lambda r: r.update(metricsProviders=[]), "metricsProviders"),  # upstream's, not Koordinator's
+    (lambda r: r.update(leaderElection={"leaderElect": False, "leaseDurations": "15s"}),
+     "leaderElection.leaseDurations"),
+    (lambda r: r.update(clientConnection={"qps": 5, "QPS": 5}), "clientConnection.QPS"),
+    (lambda r: r.update(nodeSelector={"matchLabels": {"a": "b"}, "matchFields": []}), "nodeSelector.matchFields"),
+    (lambda r: r["profiles"][0].update(weight=1), "profiles[0].weight"),
+    (lambda r: r["profiles"][0].update(nodeSelector={"matchExpressions": [{"key": "a", "operator": "Exists",
+                                                                           "vals": []}]}),
+     "profiles[0].nodeSelector.matchExpressions[0].vals"),
+    (lambda r: r["profiles"][0]["plugins"].update(preEvictionFilter={"enabled": []}),
+     "profiles[0].plugins.preEvictionFilter"),
+    (lambda r: r["profiles"][0]["plugins"]["balance"].update(enable=[]), "profiles[0].plugins.balance.enable"),
+    (lambda r: r["profiles"][0]["plugins"]["balance"]["enabled"][0].update(weight=1),
+     "profiles[0].plugins.balance.enabled[0].weight"),
+    (lambda r: r["profiles"][0]["pluginConfig"][0].update(arg={}), "profiles[0].pluginConfig[0].arg"),
+    (lambda r: r["profiles"][0]["pluginConfig"][0]["args"].update(highThreshold={}),
+     "profiles[0].pluginConfig[0].args.highThreshold"),
+    (lambda r: r["profiles"][0]["pluginConfig"][0]["args"].update(nodePools=[{"name": "a", "selector": {}}]),
+     "profiles[0].pluginConfig[0].args.nodePools[0].selector"),
+    (lambda r: r["profiles"][0]["pluginConfig"][1]["args"].update(arbitrationArgs={"enabled": True, "qps": 1}),
+     "profiles[0].pluginConfig[1].args.arbitrationArgs.qps"),
+    (lambda r: r["profiles"][0]["pluginConfig"][1]["args"].update(objectLimiters={"workload": {"burst": 1, "x": 1}}),
+     "profiles[0].pluginConfig[1].args.objectLimiters.workload.x"),
+    (lambda r: r["profiles"][0]["pluginConfig"][1]["args"].update(
+        defaultDeleteOptions={"preconditions": {"uid": "u", "generation": 1}}),
+     "profiles[0].pluginConfig[1].args.defaultDeleteOptions.preconditions.generation"),
+])
+def test_koordinator_decodes_its_configuration_strictly(registry: Registry, mutate: Any, path: str) -> None:
+    """koord-descheduler's codec is strict for the whole configuration (`strict decoding error: unknown
+    field ...`), its plugins' args included."""
+    raw = _koord()
+    mutate(raw)
+    e = _error(raw, registry, "k.yaml")
+    assert (e.path, e.message.split(" (")[0]) == (path, "unknown field")
+
+
+def test_koordinator_accepts_every_field_of_its_types(registry: Registry) -> None:
+    raw = _koord()
+    raw.update(leaderElection={"leaderElect": False, "leaseDuration": "15s", "renewDeadline": "10s",
+                               "retryPeriod": "2s", "resourceLock": "leases", "resourceName": "x",
+                               "resourceNamespace": "y"},
+               clientConnection={"kubeconfig": "", "acceptContentTypes": "", "contentType": "", "qps": 5, "burst": 10},
+               enableProfiling=False, enableContentionProfiling=False, healthzBindAddress="0.0.0.0:10251",
+               metricsBindAddress="0.0.0.0:10251", deschedulingInterval="1m", dryRun=True,
+               nodeSelector={"matchLabels": {"a": "b"}}, maxNoOfPodsToEvictPerNode=1,
+               maxNoOfPodsToEvictPerNamespace=1, maxNoOfPodsToEvictTotal=1)
+    prof = raw["profiles"][0]
+    prof["nodeSelector"] = {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}]}
+    prof["plugins"].update(deschedule={"disabled": [{"name": "*"}]},
+                           evict={"enabled": [{"name": "MigrationController"}]}, filter={"enabled": [], "disabled": []})
+    prof["pluginConfig"][1]["args"].update(
+        apiVersion=API, kind="MigrationControllerArgs", arbitrationArgs={"enabled": True, "interval": "500ms"},
+        objectLimiters={"workload": {"duration": "5m", "maxMigrating": "10%", "burst": 1}},
+        defaultDeleteOptions={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 30,
+                              "preconditions": {"uid": "u", "resourceVersion": "1"}, "orphanDependents": False,
+                              "propagationPolicy": "Background", "dryRun": [],
+                              "ignoreStoreReadErrorWithClusterBreakingPotential": False})
+    assert decode_policy(raw, registry, "k.yaml").warnings == []
+
+
+def test_koordinator_decodes_upstream_plugins_args_leniently(registry: Registry) -> None:
+    """koord-descheduler decodes its copies of upstream's plugins (DefaultEvictor too) with client-go's lenient
+    scheme: an unknown field there is ignored, as it is here with a warning."""
+    raw = _koord()
+    raw["profiles"][0]["plugins"]["filter"] = {"enabled": [{"name": "DefaultEvictor"}]}
+    raw["profiles"][0]["pluginConfig"].append({"name": "DefaultEvictor", "args": {"nodeFit": True, "nodeFitt": 1}})
+    policy = decode_policy(raw, registry, "k.yaml")
+    assert policy.warnings == ["k.yaml: profiles[0].pluginConfig[2].args.nodeFitt: unknown field, ignored"]
+    assert policy.profiles[0].filters[1].args.node_fit
 
 
 # --- errors ------------------------------------------------------------------------------------------------------

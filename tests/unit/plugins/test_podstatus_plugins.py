@@ -913,10 +913,12 @@ def test_args_defaults() -> None:
     assert (restarts.including_init_containers, restarts.states) == (False, [])
 
 
-def test_unknown_args_are_warned_about() -> None:
+def test_unknown_args_are_refused_as_upstream_does() -> None:
     raw = policy_from_plugins([(PLT, "deschedule", {"states": ["Failed"], "maxPodLifetimeSeconds": 5})], {}, {})
-    policy = as_upstream(decode_policy(raw, registry(), "flags"))
-    assert policy.warnings == ["flags: profiles[0].pluginConfig[1].args.maxPodLifetimeSeconds: unknown field, ignored"]
+    with pytest.raises(ConfigError) as err:
+        decode_policy(raw, registry(), "flags")
+    assert str(err.value) == ("flags: profiles[0].pluginConfig[1].args.maxPodLifetimeSeconds: unknown field "
+                              "(field names are case-sensitive: maxPodLifeTimeSeconds)")
 
 
 # === together ======================================================================================================

@@ -67,7 +67,10 @@ def test_policy_decodes_as_policy_does() -> None:
     raw = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [{
         "name": "p", "plugins": {"deschedule": {"enabled": [OLD]}},
         "pluginConfig": [{"name": OLD, "args": {"maxPodLifeTimeSeconds": 60, "typo": 1}}]}]}
-    assert t.policy(raw, "p.yaml").warnings == ["p.yaml: profiles[0].pluginConfig[0].args.typo: unknown field, ignored"]
+    with pytest.raises(ConfigError, match=r"^p.yaml: profiles\[0\].pluginConfig\[0\].args.typo: unknown field$"):
+        t.policy(raw, "p.yaml")
+    raw["profiles"][0]["pluginConfig"][0]["args"] = {"maxPodLifeTimeSeconds": 60}  # type: ignore[index]
+    assert t.policy(raw, "p.yaml").warnings == []
     objs = [t.node("n1"), t.node("n2"), t.pod("a", "n1")]
     assert list(t.picked(t.run_policy(raw, objs))) == ["a"]
     raw["profiles"][0]["pluginConfig"][0]["args"] = {"maxPodLifeTimeSeconds": "x"}  # type: ignore[index]
