@@ -61,6 +61,7 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "APIService": ("/apis/apiregistration.k8s.io/v1", "apiservices", False),
     "Endpoints": ("/api/v1", "endpoints", True),
+    "Secret": ("/api/v1", "secrets", True),
     "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
 }
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shlex
+import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,17 +207,37 @@ def parse_cycles(log: str) -> list[Cycle]:
     return cycles
 
 
-def run_upstream(binary: Path, kubeconfig: Path, policy: Path, timeout: float = 60) -> UpstreamRun:
+def in_service_account_root(ca_file: Path, scratch: Path) -> list[str] | str:
+    """A command prefix that runs the descheduler in a mount namespace of its own where
+    /var/run/secrets/kubernetes.io/serviceaccount/ca.crt is ca_file (its Prometheus client trusts that CA alone
+    and will not start without it, in cluster or not); the machine's /run is untouched. A string says why not."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        return "the upstream descheduler's Prometheus client needs its service account's ca.crt: unshare as root"
+    account = scratch / "run" / "secrets" / "kubernetes.io" / "serviceaccount"
+    account.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ca_file, account / "ca.crt")
+    probe = subprocess.run([unshare, "-m", "sh", "-c", f"mount --bind {shlex.quote(str(scratch / 'run'))} /run"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return f"cannot make a mount namespace for the descheduler: {probe.stderr.strip()[:200]}"
+    return [unshare, "-m", "sh", "-c", f"mount --bind {shlex.quote(str(scratch / 'run'))} /run && exec \"$0\" \"$@\""]
+
+
+def run_upstream(binary: Path, kubeconfig: Path, policy: Path, timeout: float = 60,
+                 wrapper: Sequence[str] = (), compared: int = 1) -> UpstreamRun:
     """The upstream descheduler's answer in dry-run mode: its second descheduling cycle.
 
     Its first dry-run cycle can see an empty or partial cluster: the sandbox's fake informers are synced before
     the real ones have copied anything into them (kubernetes-sigs/descheduler#1917, still open in v0.36.0). So it
     runs every second, and the second cycle, which starts after everything has propagated (and after the first
-    cycle's simulated evictions were restored), is the one compared; then it is stopped.
+    cycle's simulated evictions were restored), is the one compared; then it is stopped. `wrapper` comes before
+    the command (in_service_account_root); `compared` is the cycle compared (0 the first), whose errors alone count
+    past the second (a Prometheus client made from a Secret is ready only once the Secret was read).
     """
     began = time.monotonic()
     proc = subprocess.Popen(
-        [str(binary), "--dry-run", f"--policy-config-file={policy}", f"--kubeconfig={kubeconfig}",
+        [*wrapper, str(binary), "--dry-run", f"--policy-config-file={policy}", f"--kubeconfig={kubeconfig}",
          "--descheduling-interval=1s", "--leader-elect=false", "--secure-port=0", "--logging-format=json", "--v=3"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -228,15 +251,15 @@ def run_upstream(binary: Path, kubeconfig: Path, policy: Path, timeout: float = 
             lines.append(line)
             if f'"msg":"{CYCLE_END}"' in line:
                 ends += 1
-                if ends == 2:
+                if ends == max(2, compared + 1):
                     break
     finally:
         watchdog.cancel()
         end(proc)
     log = "".join(lines)
     cycles = parse_cycles(log)
-    errors = [e for c in cycles for e in c.errors]
-    if ends < 2 or errors or not cycles[1].done:
+    errors = [e for c in (cycles if compared <= 1 else cycles[compared:]) for e in c.errors]
+    if ends < max(2, compared + 1) or errors or not cycles[compared].done:
         raise OracleError(f"upstream descheduler: {ends} cycle(s) completed, errors {errors[:5]}, "
                           f"exit {proc.returncode}\n{log[-6000:]}")
-    return UpstreamRun(frozenset(cycles[1].evicted), log, time.monotonic() - began)
+    return UpstreamRun(frozenset(cycles[compared].evicted), log, time.monotonic() - began)
