@@ -62,7 +62,6 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "APIService": ("/apis/apiregistration.k8s.io/v1", "apiservices", False),
     "Endpoints": ("/api/v1", "endpoints", True),
     "Secret": ("/api/v1", "secrets", True),
-    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
 }
 
 # kwok's own recipe for metrics-server (kustomize/metrics/resource and usage in sigs.k8s.io/kwok): the kubelet's
@@ -416,20 +415,27 @@ class SimCluster(LocalCluster):
         return self.prometheus_url
 
     def _prometheus_service(self) -> None:
-        """A Service without a selector and the Endpoints of Prometheus's address: what the apiserver's service
-        proxy reads."""
+        """A Service without a selector whose Endpoints are Prometheus's address, for the apiserver's service proxy.
+        It proxies only to an address a pod of the namespace has (isValidAddress in its service storage), so a pod
+        stands for the process: never scheduled (its node selector matches no node), its status given that IP."""
         meta = {"name": "prometheus", "namespace": "monitoring"}
+        for path in ("services", "endpoints"):  # a restarted Prometheus has a new port
+            self.request("DELETE", f"/api/v1/namespaces/monitoring/{path}/prometheus")
+        self.apply({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "prometheus-0", "namespace": "monitoring",
+                         "annotations": {"sim-cluster": "stands for the Prometheus process, for the service proxy"}},
+            "spec": {"nodeSelector": {"sim-cluster/none": "none"},
+                     "containers": [{"name": "prometheus", "image": IMAGE}]}})
+        self._must("PATCH", "/api/v1/namespaces/monitoring/pods/prometheus-0/status",  # the scheduler writes it too
+                   {"status": {"podIP": self.prometheus_host, "podIPs": [{"ip": self.prometheus_host}]}},
+                   content_type="application/merge-patch+json")
         self.apply({"apiVersion": "v1", "kind": "Service", "metadata": meta,
                     "spec": {"ports": [{"name": "web", "port": self.prometheus_port}]}})
         self.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": meta,
-                    "subsets": [{"addresses": [{"ip": self.prometheus_host}],
+                    "subsets": [{"addresses": [{"ip": self.prometheus_host, "targetRef": {
+                        "kind": "Pod", "namespace": "monitoring", "name": "prometheus-0"}}],
                                  "ports": [{"name": "web", "port": self.prometheus_port}]}]})
-        self.apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                    "metadata": {"name": "prometheus-1", "namespace": "monitoring",
-                                 "labels": {"kubernetes.io/service-name": "prometheus"}},
-                    "addressType": "IPv4", "endpoints": [{"addresses": [self.prometheus_host],
-                                                          "conditions": {"ready": True}}],
-                    "ports": [{"name": "web", "port": self.prometheus_port, "protocol": "TCP"}]})
 
     @property
     def prometheus_url(self) -> str:

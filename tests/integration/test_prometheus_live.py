@@ -44,14 +44,22 @@ def test_the_recording_rule_is_each_node_s_usage_over_its_allocatable(prometheus
     # By requests both nodes are light; by the query hot is at 50% and cool at 5%: the default thresholds
     # (MetricResource 20/50) make hot over-utilized once its value is over 50%, so the target is 40% here.
     kc = sim.kubeconfig_for()
-    scope = ["--node-selector", f"sim-test={ns}", "-n", ns, "--prometheus-url", sim.prometheus_url,
-             "--prometheus-query", PROMETHEUS_QUERY, "--target-thresholds", "MetricResource=40"]
+    query = ["--node-selector", f"sim-test={ns}", "-n", ns, "--prometheus-query", PROMETHEUS_QUERY,
+             "--target-thresholds", "MetricResource=40"]
+    scope = [*query, "--prometheus-url", sim.prometheus_url]
     plan = as_json(desched(kc, "balance", *scope, "--dry-run=client", "-o", "json"))
     nodes: dict[str, Any] = {n["name"]: n for n in plan["nodes"]}
     assert nodes[hot]["class"] == {"LowNodeUtilization": "over-utilized"}, nodes[hot]
     assert nodes[cool]["class"] == {"LowNodeUtilization": "under-utilized"}, nodes[cool]
     assert [c["node"] for c in plan["candidates"]] == [hot]  # upstream measures no pod: one a node
     assert plan["measurements"], plan.get("measurements")
+
+    # Through the apiserver's service proxy, with nothing but the kubeconfig's credentials: the same plan.
+    if sim.prometheus_host != "127.0.0.1":  # the apiserver proxies to no loopback address
+        again = as_json(desched(kc, "balance", *query, "--prometheus-url", "service/monitoring/prometheus:web",
+                                "--dry-run=client", "-o", "json"))
+        assert [c["pod"] for c in again["candidates"]] == [c["pod"] for c in plan["candidates"]]
+        assert {n["name"]: n.get("measured") for n in again["nodes"]}.keys() == nodes.keys()
 
     # Prometheus gone: one line, exit 1, nothing evicted.
     before = sim.placements(ns)
