@@ -205,7 +205,7 @@ def _decode(cls: type, raw: Any, path: str, warnings: list[str]) -> Any:
         f = by_key.get(key)
         sub = f"{path}.{key}" if path else str(key)
         if f is None:
-            if key in ("apiVersion", "kind"):  # metav1.TypeMeta, inline in every args type
+            if not path and key in ("apiVersion", "kind"):  # metav1.TypeMeta, inline at the top of every args type
                 continue
             unknown_field(path, key, by_key)
             continue

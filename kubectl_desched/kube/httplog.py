@@ -1,7 +1,8 @@
 """kubectl's -v/--v=N for the requests we make, on stderr in klog's shape: at 6 each request's method, URL, status
 and time; at 7 its headers too (credentials masked, as in URLs); at 8 the first KiB of each answer, at 9 the first
-64 KiB. The tool never reads Secrets, and tokens and client keys never reach the log; what a server answered is made
-printable (a hostile server must not drive the terminal through the log either)."""
+64 KiB. The one Secret the tool may read (a Prometheus token's) is not logged, tokens and client keys never reach
+the log; what a server answered is made printable (a hostile server must not drive the terminal through the log
+either)."""
 
 from __future__ import annotations
 

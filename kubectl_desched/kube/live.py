@@ -202,9 +202,12 @@ def request_json(conn: Connection, method: str, path: str, *, query: list[tuple[
 
 def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                 body: Any = None, timeout: Timeout = None, accept: str = "application/json",
-                head: Callable[[bytes], None] | None = None, content_type: str = "application/json") -> bytes:
+                head: Callable[[bytes], None] | None = None, content_type: str = "application/json",
+                read: Callable[[Any], bytes] | None = None, log_body: bool = True) -> bytes:
     """The answer's body; `head`, if given, is called with the first PEEK bytes of a 2xx body as soon as they
-    arrive, before the rest is read."""
+    arrive, before the rest is read. `read`, if given, reads the whole body from the stream instead, with bounds
+    of its own (a Prometheus answer through the service proxy); log_body False keeps the body out of -v 8 (a
+    Secret's)."""
     api = conn.api
     # gzip as client-go asks: the apiserver compresses answers over 128 KiB (a LIST page of 500 pods, ~9x smaller),
     # which matters over an operator's link to a remote cluster; urllib3 decodes it (Content-Encoding: gzip).
@@ -218,7 +221,9 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
     resp = api.call_api(method, url, header_params=headers, body=body, post_params=post,
                         _request_timeout=timeout or conn.timeout)
     limit = answer_limit(conn)
-    if resp.data is None:
+    if resp.data is None and read is not None:
+        data = read(resp.response)
+    elif resp.data is None:
         stream = resp.response  # urllib3's, unread (the client asks it not to preload)
         first = b""
         if head is not None and 200 <= resp.status <= 299:
@@ -230,7 +235,7 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
     else:  # a transport that reads answers whole
         data = resp.data
     if httplog.enabled(8):
-        httplog.body(data)
+        httplog.body(data if log_body else b"[not shown: it may hold a secret]")
     if len(data) > limit:
         raise TooLarge(method, path, limit)
     if not 200 <= resp.status <= 299:

@@ -108,6 +108,9 @@ def parse_target(text: str, origin: str, *, in_cluster: bool = False) -> Target:
                          "service/NAMESPACE/NAME:PORT")
     if parts.query or parts.fragment:
         raise UsageError(f"{origin}: {shown(mask_url(text))}: give the server's address without a query or fragment")
+    if parts.username is not None or parts.password is not None:  # urllib3 would drop them without a word
+        raise UsageError(f"{origin}: {shown(mask_url(text))}: credentials in the URL are not sent; give "
+                         "--prometheus-token-file (a bearer token) instead")
     svc = _SERVICE_HOST.match(parts.hostname)
     if svc is not None and not in_cluster:
         port = str(parts.port) if parts.port else ""
@@ -132,7 +135,7 @@ def token_from_secret(conn: Connection, namespace: str, name: str, field: str) -
     path = f"/api/v1/namespaces/{quote(namespace, safe='')}/secrets/{quote(name, safe='')}"
     what = f"reading the Prometheus token ({field}: Secret {namespace}/{name})"
     try:
-        doc = json.loads(live.request_raw(conn, "GET", path))
+        doc = json.loads(live.request_raw(conn, "GET", path, log_body=False))
     except (ValueError, TypeError):
         raise DeschedError(f"{what}: the answer was not JSON") from None
     except Exception as e:
@@ -227,11 +230,11 @@ def _reason(e: BaseException) -> str:
 
 def _proxied(conn: Connection, service: Service, params: dict[str, str], request_timeout: float,
              what: str) -> tuple[int, bytes]:
-    connect, read, _whole = _timeouts(request_timeout)
+    connect, read, whole = _timeouts(request_timeout)
     timeout: Timeout = (connect, read)
-    try:
+    try:  # bounded as a direct answer is: ANSWER_LIMIT bytes, `whole` seconds in all
         return 200, live.request_raw(conn, "GET", service.proxy_path(QUERY_PATH), query=list(params.items()),
-                                timeout=timeout)
+                                     timeout=timeout, read=lambda stream: _read(stream, ANSWER_LIMIT, whole, what))
     except Exception as e:
         if is_api_exception(e) and e.status and e.body:
             return int(e.status), e.body.encode() if isinstance(e.body, str) else bytes(e.body)
@@ -265,7 +268,7 @@ def parse_answer(status: int, data: bytes, what: str, *, via_api: bool = False) 
     for what it would take without a word: NaN, a node named twice."""
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested beyond the parser's depth
         raise DeschedError(f"{what}: {_not_json(status, data)}") from None
     if not isinstance(doc, dict):
         raise DeschedError(f"{what}: HTTP {status}: the answer was {json_type(doc)}, not Prometheus's object")

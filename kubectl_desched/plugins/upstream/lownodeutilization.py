@@ -120,6 +120,10 @@ class LowNodeUtilizationArgs(PluginArgs):
                 raise ConfigError(f"{p}metricsUtilization.source", "must be KubernetesMetrics or Prometheus")
             if m.source == "KubernetesMetrics" and m.metrics_server:
                 raise ConfigError(f"{p}metricsUtilization", "set either source KubernetesMetrics or metricsServer")
+            if m.source == "Prometheus" and m.metrics_server:
+                # Upstream then reads metrics-server and ignores the query: refused, as it cannot be meant.
+                raise ConfigError(f"{p}metricsUtilization.metricsServer",
+                                  "set either source Prometheus or metricsServer, not both")
             if m.source == "KubernetesMetrics" and m.prometheus is not None:
                 raise ConfigError(f"{p}metricsUtilization.prometheus", "not allowed with source KubernetesMetrics")
             if not m.source and not m.metrics_server:

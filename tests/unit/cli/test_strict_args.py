@@ -205,6 +205,17 @@ def test_high_node_utilization_refuses_metrics_utilization(workdir: Path, monkey
         "error: policy.yaml: profiles[0].pluginConfig[0].args.metricsUtilization: unknown field")
 
 
+@pytest.mark.parametrize("key", ["kind", "apiVersion"])
+def test_type_meta_is_allowed_at_the_top_of_the_args_only(key: str, workdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Every args type inlines metav1.TypeMeta; the structs inside them do not."""
+    args = {**FULL_ARGS["LowNodeUtilization"], key: "x"}
+    args["evictionLimits"] = {"node": 1, key: "x"}
+    assert _refused(workdir, _policy("LowNodeUtilization", args), monkeypatch, capsys) == (
+        f"error: policy.yaml: profiles[0].pluginConfig[{_config_index('LowNodeUtilization')}].args.evictionLimits."
+        f"{key}: unknown field")
+
+
 def test_field_names_are_case_sensitive(workdir: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     """sigs.k8s.io/json compares names case-sensitively in strict decoding: `Thresholds` is not `thresholds`."""
@@ -240,3 +251,13 @@ def test_an_unknown_koordinator_field_refuses_the_configuration(workdir: Path, m
     policy["deschedulingIntervall"] = "1m"
     assert _refused(workdir, policy, monkeypatch, capsys) == (
         "error: policy.yaml: deschedulingIntervall: unknown field (did you mean deschedulingInterval?)")
+
+
+def test_prometheus_beside_metrics_server_is_refused(workdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream reads metrics-server then and ignores the query: the tool says so instead of guessing."""
+    args = {"thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 50},
+            "metricsUtilization": {"source": "Prometheus", "metricsServer": True, "prometheus": {"query": "q"}}}
+    line = _refused(workdir, _policy("LowNodeUtilization", args), monkeypatch, capsys)
+    assert line.endswith("args.metricsUtilization.metricsServer: set either source Prometheus or metricsServer, "
+                         "not both"), line

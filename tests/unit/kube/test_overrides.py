@@ -406,3 +406,35 @@ def test_a_token_flag_that_cannot_be_a_header_is_refused(token: str, message: st
         ConnectionFlags(token=token).check()
     assert str(info.value) == message
     ConnectionFlags(token="abc-def\n").check()  # a line end is trimmed, as from a token file
+
+
+def test_request_raw_reads_with_the_callers_bound_and_can_keep_a_body_out_of_the_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    import urllib3
+
+    from kubectl_desched.kube import httplog
+    from kubectl_desched.kube.live import request_raw
+
+    kc = _kubeconfig(tmp_path / "config", current="c", clusters={"k": "https://a.example:6443"},
+                     contexts={"c": {"cluster": "k", "user": "u"}}, users={"u": {"token": "t1234"}})
+    conn = connect(KubeOptions(kubeconfig=str(kc)))
+    body = b'{"data": {"prometheusAuthToken": "c2VjcmV0LXRva2Vu"}}'
+
+    class Answer:
+        status = 200
+        data = None
+        response = urllib3.HTTPResponse(body=io.BytesIO(body), status=200, preload_content=False)
+
+    conn.api.call_api = lambda *_a, **_k: Answer()  # type: ignore[method-assign]
+    read: list[int] = []
+    httplog.set_verbosity(8)
+    try:
+        got = request_raw(conn, "GET", "/api/v1/namespaces/x/secrets/y", log_body=False,
+                          read=lambda stream: read.append(1) or stream.read())
+    finally:
+        httplog.set_verbosity(0)
+    assert got == body and read == [1]
+    err = capsys.readouterr().err
+    assert "c2VjcmV0LXRva2Vu" not in err and "[not shown: it may hold a secret]" in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.server
+import io
 import json
 import shutil
 import ssl
@@ -304,7 +305,8 @@ def test_tls_with_the_ca_file(tls_prom: FakeProm, cert: tuple[Path, Path], snaps
     (["--prometheus-url", "service/monitoring/prometheus:9090"], "needs a cluster connection"),
     (["--prometheus-url", "http://p", "--prometheus-token-file", "/nope"], "--prometheus-token-file /nope: no such"),
     (["--prometheus-url", "https://p", "--prometheus-ca-file", "/nope"], "--prometheus-ca-file /nope: no such file"),
-], ids=["scheme", "service-shape", "port", "query", "service-from-snapshot", "token-file", "ca-file"])
+    (["--prometheus-url", "https://me:hunter2@p"], "credentials in the URL are not sent"),
+], ids=["scheme", "service-shape", "port", "query", "service-from-snapshot", "token-file", "ca-file", "user-info"])
 def test_bad_flags_are_exit_2(flags: list[str], fragment: str, snapshot: Path, monkeypatch: pytest.MonkeyPatch,
                               capsys: pytest.CaptureFixture[str]) -> None:
     code, _out, err = run_main(monkeypatch, capsys, *balance(snapshot, *flags))
@@ -358,14 +360,17 @@ class FakeAPI:
         self.calls: list[tuple[str, str, Any]] = []
 
     def __call__(self, conn: Any, method: str, path: str, *, query: Any = None, body: Any = None,
-                 timeout: Any = None, accept: str = "", head: Any = None) -> bytes:
+                 timeout: Any = None, accept: str = "", head: Any = None, read: Any = None,
+                 log_body: bool = True) -> bytes:
         self.calls.append((method, path, query))
         assert method == "GET", f"{method} {path} must not be sent"
         if "/proxy/" in path:
             if isinstance(self.proxy, ApiException):
                 raise self.proxy
-            return self.proxy
+            # as request_raw does with `read`: the caller's bounded read of the answer's stream
+            return read(io.BufferedReader(io.BytesIO(self.proxy))) if read is not None else self.proxy
         if "/secrets/" in path:
+            assert not log_body, "a Secret's body must stay out of -v 8"
             if self.secret is None:
                 raise ApiException(status=404, reason="Not Found")
             return json.dumps(self.secret).encode()
@@ -399,6 +404,26 @@ def test_the_service_proxy_is_asked_with_the_users_connection(live_cluster: Call
     [(_m, path, query)] = [c for c in api.calls if "/proxy/" in c[1]]
     assert path == "/api/v1/namespaces/monitoring/services/prometheus:9090/proxy/api/v1/query"
     assert dict(query)["query"] == QUERY
+
+
+def test_a_huge_answer_through_the_proxy_stops_at_the_bound(live_cluster: Callable[[FakeAPI], FakeAPI],
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from kubectl_desched.kube import prometheus
+
+    monkeypatch.setattr(prometheus, "ANSWER_LIMIT", 1 << 20)
+    live_cluster(FakeAPI(vector(SAMPLES) + b" " * (2 << 20)))
+    code, _out, err = run_main(monkeypatch, capsys, *LIVE, "--prometheus-url", "service/monitoring/prometheus:9090")
+    assert code == 1
+    assert_one_error_line(err, "the answer is larger than the 1 MiB one answer may have")
+
+
+def test_an_answer_nested_beyond_the_parser_is_one_line() -> None:
+    from kubectl_desched.errors import DeschedError
+    from kubectl_desched.kube.prometheus import parse_answer
+
+    with pytest.raises(DeschedError):
+        parse_answer(200, b"[" * 100_000, "querying P")
 
 
 def test_an_api_server_error_without_a_body(live_cluster: Callable[[FakeAPI], FakeAPI],
