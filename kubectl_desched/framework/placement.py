@@ -870,20 +870,22 @@ class Estimator:
         bases: list[int] = []
         for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
             n = by_name[name]
-            seen = known.get(name)
-            if seen is None or seen[0] != version[name]:  # the node's requests changed since
-                seen = known[name] = cl.fit_and_base(pod, name)
+            base = 0
             if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE):
-                refusal: str | None = "unschedulable"
+                refusal: str | None = "unschedulable"  # the emptiest first, under --cordon: nothing to work out
             else:
-                refusal = seen[1] or (affinity.refusal(n) if affinity else None) or \
+                seen = known.get(name)
+                if seen is None or seen[0] != version[name]:  # the node's requests changed since
+                    seen = known[name] = cl.fit_and_base(pod, name)
+                _version, refusal, base = seen
+                refusal = refusal or (affinity.refusal(n) if affinity else None) or \
                     (spread.refusal(n) if spread else None)
             if refusal:
                 refused = refused or Counter()
                 refused[refusal] += 1
                 continue
             feasible.append(n)
-            bases.append(seen[2])
+            bases.append(base)
             if len(feasible) >= limit:
                 break
         scores = _scores(pod, feasible, cl, bases)
