@@ -545,21 +545,36 @@ def server_version(conn: Connection) -> str:
     return version if isinstance(version, str) else ""
 
 
+# Up to this many namespaces their PDBs are read namespace by namespace; past it one cluster-wide LIST is quicker
+# (a small LIST costs the client about 1.5 ms: at 1,000 nodes 106 of them took 0.38 s, all 2,671 PDBs at once 0.09 s).
+FEW_NAMESPACES = 8
+
+
 def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[str] | None = None) -> list[Any]:
-    """Every PDB, or those of some namespaces (a few concurrent small LISTs instead of thousands of PDBs)."""
+    """Every PDB, or those of some namespaces: a few concurrent small LISTs for a few namespaces, one cluster-wide
+    LIST kept to them for more (by namespace again where the user may not list them cluster-wide)."""
+    parse = typed_page("PodDisruptionBudget")
     try:
-        if namespaces is None:
-            return _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", typed_page("PodDisruptionBudget"),
-                             label="pdbs")
-        paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
-            parse = typed_page("PodDisruptionBudget")
-            return [b for found in pool.map(lambda p: _read_all(conn, p, parse), paths) for b in found]
+        if namespaces is not None and len(namespaces) <= FEW_NAMESPACES:
+            return _read_pdbs_of(conn, namespaces, parse)
+        try:
+            found = _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", parse, label="pdbs")
+        except api_exception() as e:
+            if e.status != 403 or namespaces is None:
+                raise
+            return _read_pdbs_of(conn, namespaces, parse)  # a namespaced role: its namespaces may still answer
+        return found if namespaces is None else [b for b in found if b.namespace in namespaces]
     except api_exception() as e:
         if e.status not in (403, 404):
             raise
         warn(f"cannot list PodDisruptionBudgets ({api_message(e)}); PDB hints are left out")
         return []
+
+
+def _read_pdbs_of(conn: Connection, namespaces: set[str], parse: PageParser) -> list[Any]:
+    paths = [f"/apis/policy/v1/namespaces/{quote(ns, safe='')}/poddisruptionbudgets" for ns in sorted(namespaces)]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="pdbs") as pool:
+        return [b for found in pool.map(lambda p: _read_all(conn, p, parse), paths) for b in found]
 
 
 @cycle_collector_paused()

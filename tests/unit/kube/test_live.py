@@ -308,6 +308,49 @@ def test_read_node_reads_the_pdbs_of_the_namespaces_in_scope_only(monkeypatch: p
     assert state is not None and state.pdbs == [] and not [p for p, _q in server.calls if "poddisruption" in p]
 
 
+def _node_in_many_namespaces(count: int) -> tuple[FakeServer, list[dict]]:
+    nodes, pods = _objects()
+    pods += [b.pod(f"x{i}", "n1", namespace=f"ns{i}") for i in range(count)]
+    pdbs = [b.pdb(f"b{i}", {"app": "x"}, namespace=f"ns{i}") for i in range(count)]
+    pdbs.append(b.pdb("far", {"app": "x"}, namespace="nowhere-near"))  # no pod of n1 is in its namespace
+    server = FakeServer(nodes, pods)
+    server.lists["/apis/policy/v1/poddisruptionbudgets"] = pdbs
+    return server, pdbs
+
+
+def test_read_node_reads_many_namespaces_pdbs_in_one_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past FEW_NAMESPACES one cluster-wide LIST, kept to the namespaces in scope, is quicker than a LIST each."""
+    server, _pdbs = _node_in_many_namespaces(live.FEW_NAMESPACES)  # and the namespace of p1 and p4: one more
+    monkeypatch.setattr(live, "request_raw", server)
+    state = live.read_node(_conn(), "n1")
+    assert state is not None
+    assert sorted(x.name for x in state.pdbs) == sorted(f"b{i}" for i in range(live.FEW_NAMESPACES))
+    paths = [path for path, _q in server.calls if "poddisruptionbudgets" in path]
+    assert set(paths) == {"/apis/policy/v1/poddisruptionbudgets"}  # pages of it, none by namespace
+    server.calls.clear()
+    server2, _ = _node_in_many_namespaces(live.FEW_NAMESPACES - 1)  # at the bound: still one LIST per namespace
+    monkeypatch.setattr(live, "request_raw", server2)
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and len(state.pdbs) == live.FEW_NAMESPACES - 1
+    assert "/apis/policy/v1/poddisruptionbudgets" not in [path for path, _q in server2.calls]
+
+
+def test_read_node_falls_back_to_namespaces_when_the_cluster_wide_list_is_forbidden(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server, _pdbs = _node_in_many_namespaces(live.FEW_NAMESPACES + 2)
+
+    def namespaced_role(conn: Any, method: str, path: str, **kw: Any) -> bytes:
+        if path == "/apis/policy/v1/poddisruptionbudgets":
+            raise ApiException(status=403, reason="Forbidden")
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_raw", namespaced_role)
+    warned: list[str] = []
+    state = live.read_node(_conn(), "n1", warn=warned.append)
+    assert state is not None and not warned
+    assert sorted(x.name for x in state.pdbs) == sorted(f"b{i}" for i in range(live.FEW_NAMESPACES + 2))
+
+
 def test_nodes_and_pdbs_are_read_beside_the_pods(monkeypatch: pytest.MonkeyPatch) -> None:
     """The nodes and the PDBs are answered only once the pods' last page was asked for: read one after the other,
     this would wait (and fail on the timeout)."""
