@@ -22,7 +22,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kubectl_desched.framework.predicates import (
     pod_matches_node_selector,
@@ -148,6 +148,7 @@ class _Cluster:
         # shape found of the others (fit, base score) is still true, and _by_shape keeps it per shape.
         self.version: dict[str, int] = dict.fromkeys(self.used, 0)
         self._by_shape: dict[tuple[Any, ...], dict[str, tuple[int, str | None, int]]] = {}
+        self._stats: dict[str, _NodeStat] = {}  # what scoring reads of a node, at its version then
         # Every pod per namespace, for inter-pod terms (in_ns): grouped when first asked for, as most plans have
         # none to check; the replacements landed so far, by namespace.
         self._pods_by_ns: dict[str, list[Pod]] | None = None
@@ -222,9 +223,19 @@ class _Cluster:
         version then, why it did not fit (None: it did) and its _base_score."""
         return self._by_shape.setdefault(tuple(pod.requests.items()), {})
 
-    def fit_and_base(self, pod: Pod, name: str) -> tuple[int, str | None, int]:
-        refusal = _fits(pod, self.nodes_by_name[name], self.used[name])
-        return self.version[name], refusal, 0 if refusal else _base_score(pod, name, self)
+    def fit_and_base(self, want: _Want, name: str) -> tuple[int, str | None, int]:
+        """The node's version, why the request shape does not fit it (None: it does) and its _base_score."""
+        stat = self._stats.get(name)
+        version = self.version[name]
+        if stat is None or stat.version != version:
+            stat = self._stats[name] = _NodeStat(self, name)
+        free = stat.free
+        for k, v in want.items:
+            if v and v > free.get(k, 0.0):
+                return version, f"insufficient {k}", 0
+        if stat.pods_free < 1:
+            return version, "too many pods", 0
+        return version, None, _base_score(want, stat, self.balance_gain)
 
     def land(self, pod: Pod, node: str) -> None:
         """A replacement lands: the node's usage and its place in the emptiest-first order change."""
@@ -508,13 +519,48 @@ def _static_refusal(pod: Pod, n: Node) -> str | None:
     return None
 
 
-def _fits(pod: Pod, n: Node, used: Mapping[str, float]) -> str | None:
-    for k, want in pod.requests.items():
-        if want and want > n.allocatable.get(k, 0.0) - used.get(k, 0.0):
-            return f"insufficient {k}"
-    if used.get("pods", 0.0) + 1 > n.allocatable.get("pods", 0.0):
-        return "too many pods"
-    return None
+class _Want:
+    """What a replacement requests, as fit and the base score read it: worked out once per replacement, not per
+    node."""
+
+    __slots__ = ("cpu", "cpu_nonzero", "items", "memory", "memory_nonzero")
+
+    def __init__(self, pod: Pod) -> None:
+        want = pod.requests
+        self.items = tuple(want.items())
+        self.cpu, self.memory = want.get("cpu", 0.0), want.get("memory", 0.0)
+        self.cpu_nonzero, self.memory_nonzero = self.cpu or NONZERO_CPU, self.memory or NONZERO_MEMORY
+
+
+class _NodeStat:
+    """A node's allocatable less its requests, per resource (fit), and what _base_score reads of it, at one
+    version of the node: shared by every request shape until a move changes the node."""
+
+    __slots__ = (
+        "balance_before",
+        "cpu_cap",
+        "cpu_nonzero",
+        "cpu_used",
+        "free",
+        "memory_cap",
+        "memory_nonzero",
+        "memory_used",
+        "pods_free",
+        "version",
+    )
+
+    def __init__(self, cl: _Cluster, name: str) -> None:
+        alloc, used, nonzero = cl.nodes_by_name[name].allocatable, cl.used[name], cl.nonzero[name]
+        self.version = cl.version[name]
+        self.free = {k: alloc.get(k, 0.0) - used.get(k, 0.0) for k in {*alloc, *used}}
+        self.pods_free = alloc.get("pods", 0.0) - used.get("pods", 0.0)
+        self.cpu_cap, self.memory_cap = cl.caps[name]
+        self.cpu_nonzero, self.memory_nonzero = nonzero["cpu"], nonzero["memory"]
+        self.cpu_used, self.memory_used = used.get("cpu", 0.0), used.get("memory", 0.0)
+        cpu_cap, mem_cap = self.cpu_cap, self.memory_cap
+        cpu_f = min(self.cpu_used / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+        mem_f = min(self.memory_used / mem_cap, 1.0) if mem_cap > 0 else 1.0
+        self.balance_before = int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)  # the node's balance as it is
 
 
 class _AffinityCheck:
@@ -627,26 +673,22 @@ class _SpreadCheck:
         return None
 
 
-def _base_score(pod: Pod, name: str, cl: _Cluster) -> int:
+def _base_score(want: _Want, node: _NodeStat, balance_gain: bool) -> int:
     """What the node scores before the terms that depend on other pods: NodeResourcesFit's LeastAllocated (requests
     with the scheduler's defaults for unset ones) and BalancedAllocation (the requests as set), each 0-100 in
     integers as kube-scheduler computes them, weight 1 each, and TaintToleration's best (3 x 100; _taint_scores
     takes off what the few tainted nodes lose)."""
-    want = pod.requests
-    cpu_want, mem_want = want.get("cpu", 0.0), want.get("memory", 0.0)
-    (cpu_cap, mem_cap), nonzero, used = cl.caps[name], cl.nonzero[name], cl.used[name]
-    cpu_nz, mem_nz = nonzero["cpu"] + (cpu_want or NONZERO_CPU), nonzero["memory"] + (mem_want or NONZERO_MEMORY)
+    cpu_want, mem_want = want.cpu, want.memory
+    cpu_cap, mem_cap = node.cpu_cap, node.memory_cap
+    cpu_nz, mem_nz = node.cpu_nonzero + want.cpu_nonzero, node.memory_nonzero + want.memory_nonzero
     least = (int((cpu_cap - cpu_nz) * MAX_SCORE / cpu_cap) if cpu_cap > 0 and cpu_nz <= cpu_cap else 0) + \
         (int((mem_cap - mem_nz) * MAX_SCORE / mem_cap) if mem_cap > 0 and mem_nz <= mem_cap else 0)
     # BalancedAllocation: 100 less half the gap between the cpu and memory fractions (each at most 1)
-    cpu_used, mem_used = used.get("cpu", 0.0), used.get("memory", 0.0)
-    cpu_f = min((cpu_used + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-    mem_f = min((mem_used + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
+    cpu_f = min((node.cpu_used + cpu_want) / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
+    mem_f = min((node.memory_used + mem_want) / mem_cap, 1.0) if mem_cap > 0 else 1.0
     balanced = int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)
-    if cl.balance_gain:  # 1.36 on: the change the pod makes to the node's balance, from 50 (worse) to 100 (better)
-        cpu_f = min(cpu_used / cpu_cap, 1.0) if cpu_cap > 0 else 1.0
-        mem_f = min(mem_used / mem_cap, 1.0) if mem_cap > 0 else 1.0
-        balanced = HALF_SCORE + (HALF_SCORE + balanced - int((1 - abs(cpu_f - mem_f) / 2) * MAX_SCORE)) // 2
+    if balance_gain:  # 1.36 on: the change the pod makes to the node's balance, from 50 (worse) to 100 (better)
+        balanced = HALF_SCORE + (HALF_SCORE + balanced - node.balance_before) // 2
     return least // 2 + balanced + TAINT_WEIGHT * MAX_SCORE
 
 
@@ -777,7 +819,20 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
     w = workload_of(pod)
     if w is None or not feasible:
         return []
-    values = [cl.spread_values[n.name] for n in feasible]
+    spread_values = cl.spread_values
+    values = [spread_values[n.name] for n in feasible]
+    (_host_key, host_skew), (_zone_key, zone_skew) = DEFAULT_SPREAD
+    hosts, zones = {v[0] for v in values}, {v[1] for v in values}
+    if None not in hosts and None not in zones:  # nodes labelled as kubelets and clouds label them: one sum each
+        host_weight, zone_weight = math.log(len(hosts) + 2), math.log(len(zones) + 2)
+        on_host, in_zone = cl.owned_in(w, 0).get, cl.owned_in(w, 1).get
+        host_add, zone_add = host_skew - 1, zone_skew - 1
+        rounded = [round(on_host(h, 0) * host_weight + host_add + in_zone(z, 0) * zone_weight + zone_add)
+                   for h, z in cast(list[tuple[str, str]], values)]
+        hi, lo = max(rounded), min(rounded)  # as _normalized, with no node left out
+        if hi == 0:
+            return [MAX_SCORE] * len(rounded)
+        return [MAX_SCORE * (hi + lo - r) // hi for r in rounded]
     raw: list[float | None] = [None] * len(feasible)  # None: the node has none of the keys
     for i, (_key, skew) in enumerate(DEFAULT_SPREAD):
         domains = {v[i] for v in values}
@@ -865,7 +920,7 @@ class Estimator:
         affinity = _AffinityCheck(pod, cl) if pod.affinity is not None or cl.anti_in.get(pod.namespace) else None
         spread = _SpreadCheck(pod, cl) if pod.spread_constraints else None
         cordoned = cl.cordoned
-        known, version = cl.by_shape(pod), cl.version
+        known, version, want = cl.by_shape(pod), cl.version, _Want(pod)
         feasible: list[Node] = []
         bases: list[int] = []
         for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
@@ -876,7 +931,7 @@ class Estimator:
             else:
                 seen = known.get(name)
                 if seen is None or seen[0] != version[name]:  # the node's requests changed since
-                    seen = known[name] = cl.fit_and_base(pod, name)
+                    seen = known[name] = cl.fit_and_base(want, name)
                 _version, refusal, base = seen
                 refusal = refusal or (affinity.refusal(n) if affinity else None) or \
                     (spread.refusal(n) if spread else None)
