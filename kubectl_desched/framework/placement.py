@@ -692,32 +692,33 @@ def _base_score(want: _Want, node: _NodeStat, balance_gain: bool) -> int:
     return least // 2 + balanced + TAINT_WEIGHT * MAX_SCORE
 
 
-def _scores(pod: Pod, feasible: list[Node], cl: _Cluster, bases: Sequence[int]) -> dict[str, int]:
-    """The modelled default score plugins summed with their weights: each feasible node's _base_score (bases, in
-    the same order), NodeAffinity's preferred terms (2), PodTopologySpread's system default constraints (2),
-    TaintToleration (3) and InterPodAffinity (2)."""
-    out = {n.name: base for n, base in zip(feasible, bases, strict=True)}
+def _scores(pod: Pod, feasible: list[Node], cl: _Cluster, bases: Sequence[int]) -> list[int]:
+    """The modelled default score plugins summed with their weights, per feasible node in their order: each one's
+    _base_score (bases, in the same order), NodeAffinity's preferred terms (2), PodTopologySpread's system default
+    constraints (2), TaintToleration (3) and InterPodAffinity (2)."""
+    out = list(bases)
     if cl.prefer_no_schedule:
-        for name, lost in _taint_scores(pod, feasible, cl.prefer_no_schedule).items():
-            out[name] -= TAINT_WEIGHT * lost
+        lost = _taint_scores(pod, feasible, cl.prefer_no_schedule)
+        if lost:
+            out = [v - TAINT_WEIGHT * lost.get(n.name, 0) for v, n in zip(out, feasible, strict=True)]
     if pod.affinity is not None and preferred_node_affinity_terms(pod):
-        preferred = {n.name: preferred_node_affinity_weight(pod, n) for n in feasible}
-        top = max(preferred.values(), default=0)
+        preferred = [preferred_node_affinity_weight(pod, n) for n in feasible]
+        top = max(preferred, default=0)
         if top > 0:  # the framework's default normalization: highest 100
-            for name, v in preferred.items():
-                out[name] += 2 * (v * MAX_SCORE // top)
+            out = [v + 2 * (p * MAX_SCORE // top) for v, p in zip(out, preferred, strict=True)]
     # PodTopologySpread (weight 2) scores the pod's own ScheduleAnyway constraints, or the system default ones
     # when it has none at all; DoNotSchedule constraints only filter.
     spread = _soft_spread(pod, feasible, cl) if pod.spread_constraints else _default_spread(pod, feasible, cl)
-    for n, v in zip(feasible, spread, strict=False):  # empty: not scored
-        out[n.name] += 2 * v
+    if spread:  # empty: not scored
+        out = [v + 2 * x for v, x in zip(out, spread, strict=True)]
     # InterPodAffinity: only where the pod has such terms or other pods' terms look into its namespace.
     own = cl.affinity_terms(pod)[0] if pod.affinity is not None else ()
     if own or cl.scoring_in.get(pod.namespace):
         scored = cl.scored_by(pod)
         if own or any(scored.values()):  # most pods: no other pod's term selects them
-            for n, v in zip(feasible, _pod_affinity_scores(own, scored, feasible, cl), strict=False):
-                out[n.name] += AFFINITY_WEIGHT * v
+            affinity = _pod_affinity_scores(own, scored, feasible, cl)
+            if affinity:
+                out = [v + AFFINITY_WEIGHT * x for v, x in zip(out, affinity, strict=True)]
     return out
 
 
@@ -944,8 +945,8 @@ class Estimator:
             if len(feasible) >= limit:
                 break
         scores = _scores(pod, feasible, cl, bases)
-        top = max(scores.values(), default=-1)
-        best = [name for name, s in scores.items() if s == top]
+        top = max(scores, default=-1)
+        best = [n.name for n, s in zip(feasible, scores, strict=True) if s == top]
         if not best:
             refused = static_refused + (refused or Counter())
             detail = ", ".join(f"{k}: {v}" for k, v in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])) if v)
