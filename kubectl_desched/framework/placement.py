@@ -924,26 +924,41 @@ class Estimator:
         known, version, want = cl.by_shape(pod), cl.version, _Want(pod)
         feasible: list[Node] = []
         bases: list[int] = []
-        for _room, name in cl.emptiest(key, allowed):  # past SCORE_LIMIT feasible nodes the rest cannot matter much
-            n = by_name[name]
-            base = 0
-            if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE):
-                refusal: str | None = "unschedulable"  # the emptiest first, under --cordon: nothing to work out
-            else:
+        order = cl.emptiest(key, allowed)
+        if affinity is None and spread is None and not cordoned:  # most replacements: fit alone decides
+            for _room, name in order:
                 seen = known.get(name)
                 if seen is None or seen[0] != version[name]:  # the node's requests changed since
                     seen = known[name] = cl.fit_and_base(want, name)
-                _version, refusal, base = seen
-                refusal = refusal or (affinity.refusal(n) if affinity else None) or \
-                    (spread.refusal(n) if spread else None)
-            if refusal:
-                refused = refused or Counter()
-                refused[refusal] += 1
-                continue
-            feasible.append(n)
-            bases.append(base)
-            if len(feasible) >= limit:
-                break
+                if seen[1]:
+                    refused = refused or Counter()
+                    refused[seen[1]] += 1
+                    continue
+                feasible.append(by_name[name])
+                bases.append(seen[2])
+                if len(feasible) >= limit:
+                    break
+        else:
+            for _room, name in order:  # past SCORE_LIMIT feasible nodes the rest cannot matter much
+                n = by_name[name]
+                base = 0
+                if cordoned and name in cordoned and not pod.tolerates(UNSCHEDULABLE):
+                    refusal: str | None = "unschedulable"  # the emptiest first, under --cordon: nothing to work out
+                else:
+                    seen = known.get(name)
+                    if seen is None or seen[0] != version[name]:  # the node's requests changed since
+                        seen = known[name] = cl.fit_and_base(want, name)
+                    _version, refusal, base = seen
+                    refusal = refusal or (affinity.refusal(n) if affinity else None) or \
+                        (spread.refusal(n) if spread else None)
+                if refusal:
+                    refused = refused or Counter()
+                    refused[refusal] += 1
+                    continue
+                feasible.append(n)
+                bases.append(base)
+                if len(feasible) >= limit:
+                    break
         scores = _scores(pod, feasible, cl, bases)
         top = max(scores, default=-1)
         best = [n.name for n, s in zip(feasible, scores, strict=True) if s == top]
