@@ -730,6 +730,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 steps.append(Step("json.load", lambda: {"json.load": measure(load)}, live=False))
             steps.append(Step("run --from-file", lambda: {"run --from-file": measure(
                 [exe, "run", "--from-file", str(snap), "--policy", str(policy), "-o", "json"], env)}, live=False))
+            if other:
+                steps.append(Step(f"{COMPARED} run --from-file", lambda: {f"{COMPARED} run --from-file": measure(
+                    [other, "run", "--from-file", str(snap), "--policy", str(policy), "-o", "json"], env)},
+                    live=False))
         with Churn(cluster) as churn, contextlib.ExitStack() as stack:
             if "link" not in args.skip:
                 via = stack.enter_context(link_proxy(cluster.server, args.mbit, args.rtt_ms))
@@ -788,7 +792,8 @@ ROWS: list[tuple[str, str | None]] = [
     ("link: balance: read only", "link: floor json gzip"),
 ]
 COMPARED = "compared:"  # the rows of --compare's build, each against this build's same row
-ROWS += [(f"{COMPARED} {name}", name) for name in ("balance", "balance: read only", "explain node", "link: balance")]
+ROWS += [(f"{COMPARED} {name}", name) for name in ("balance", "balance: read only", "explain node",
+                                                            "run --from-file", "link: balance")]
 
 
 def megabytes(n: float) -> str:

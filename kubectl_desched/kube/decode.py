@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import mmap
 import operator
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -77,38 +79,93 @@ class Objects:
 
 def snapshot(data: Any) -> Objects | None:
     """A whole `kubectl get -o json` List (bytes, or a buffer such as an mmap) as the model; None when it must be
-    read the slow way. The List is scanned first for where its items are (msgspec.Raw, no copy), then each item is
-    decoded typed and made the model at once: only one item's decoded shape is alive at a time, so memory holds
-    the model and not every item's shape (which would double it, and fragment it once freed).
+    read the slow way. Each item is decoded typed and made the model at once, so memory holds the model and not
+    every item's decoded shape (which would double it, and fragment it once freed). Where the items are: from the
+    layout of an indented List such as kubectl writes (_indented_items), without reading the file ahead, and a
+    mapped file's pages are given back behind the read; otherwise from a scan of the whole List first
+    (msgspec.Raw, no copy).
 
     Nesting is bounded as the slow reader bounds it (safeload.MAX_DEPTH), a little below, so that anything near the
     bound is judged by the slow reader. Not thread-safe: the bound is the interpreter's recursion limit (CPython
     3.11; elsewhere msgspec's own guard)."""
     found = Objects()
-    finish = model.FINISH
     try:
         with _nesting_bounded(safeload.MAX_DEPTH - 8):
+            indented = _indented_items(data, found)
+            if indented is not None:
+                return found if indented else None
+            found = Objects()  # what the layout gave before it failed is read again
             doc = _SNAPSHOT.decode(data)
             if not doc.kind.endswith("List"):
                 return None  # one object that has items: the slow reader says what it is
             items: list[Any] = doc.items  # each slot freed once its item is decoded
             del doc
             for i, raw in enumerate(items):
-                w = _ITEM.decode(raw)
+                _add(found, _ITEM.decode(raw))
                 items[i] = None
-                kind = _KIND_OF[type(w)]
-                obj = finish[kind](w)
-                if kind == "Pod":
-                    found.pods.append(obj)
-                elif kind == "Node":
-                    found.nodes.append(obj)
-                elif kind == "PodDisruptionBudget":
-                    found.pdbs.append(obj)
-                else:
-                    found.extra[kind].append(obj)
     except _SKIPPED:  # a ParseError is a ValueError
         return None
     return found
+
+
+def _add(found: Objects, w: Any) -> None:
+    kind = _KIND_OF[type(w)]
+    obj = model.FINISH[kind](w)
+    if kind == "Pod":
+        found.pods.append(obj)
+    elif kind == "Node":
+        found.nodes.append(obj)
+    elif kind == "PodDisruptionBudget":
+        found.pdbs.append(obj)
+    else:
+        found.extra[kind].append(obj)
+
+
+# An indented List: its first key's line, then "items": [ at the same indent, its first item's "{" on a line of its
+# own, indented further.
+_INDENTED_HEAD = re.compile(rb'\A\s*\{\n( +)"[^"\n]*":[^\n]*\n(?:\1"[^"\n]*":[^\n]*\n)*?\1"items": \[\n( +)\{\n')
+_PIECE = 16 << 20  # the items are read this many bytes at a time
+_ITEMS = msgspec.json.Decoder(list[_ANY_KIND])  # a piece's items, typed in one pass
+
+
+def _indented_items(data: Any, found: Objects) -> bool | None:
+    """The items of an indented List, a piece of the file at a time: a piece ends where the layout says an item
+    does (JSON strings hold no newline, so "},", a newline and the items' indent then "{" is only ever found
+    between two items), and is decoded as a JSON array of typed items in one pass, each made the model at once. A
+    mapped file's pages are given back behind each piece, so memory holds the model and a piece, not the file. A
+    layout that does not hold (a piece that is not whole items) is not this: None, and the caller scans the whole
+    List. True: the List's items are in found; False: it is not a List (the slow reader says what it is)."""
+    head = _INDENTED_HEAD.match(data)
+    if head is None:
+        return None
+    top, indent = head.group(1), head.group(2)
+    end = data.rfind(b"\n" + top + b"]")  # the List's fields after its items are a few short lines
+    if len(indent) <= len(top) or end < head.end():
+        return None
+    between = b"},\n" + indent + b"{"
+    start = head.end() - 2  # the first item's "{"
+    release = isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+    with memoryview(data) as view:
+        while start < end:
+            cut = -1
+            if start + _PIECE < end:
+                cut = data.rfind(between, start, start + _PIECE)
+                if cut < 0:  # an item longer than a piece: it ends further on
+                    cut = data.find(between, start, end)
+            stop = cut + 1 if cut >= 0 else end  # after the piece's last "}"
+            try:
+                items = _ITEMS.decode(b"".join((b"[", view[start:stop], b"]")))
+                for i, w in enumerate(items):
+                    _add(found, w)
+                    items[i] = None
+            except _SKIPPED:
+                return None  # not this layout after all, or an item the scan of the whole List judges
+            start = cut + len(between) - 1 if cut >= 0 else end  # the next piece's first "{"
+            if release:
+                data.madvise(mmap.MADV_DONTNEED, 0, start - start % mmap.PAGESIZE)
+        # the List around its items: what is before them and after, decoded as one document
+        rest = _SNAPSHOT.decode(bytes(view[:head.end() - 2]) + bytes(view[end:]))
+    return rest.kind.endswith("List") and not rest.items
 
 
 @contextlib.contextmanager

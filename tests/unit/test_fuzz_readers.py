@@ -241,9 +241,11 @@ def hostile_clusters(draw: st.DrawFn) -> tuple[str, str]:
     i = draw(st.sampled_from([*range(len(objs)), 2, 2, 2, 3, 3, 3, 0, 5]))  # pods have the most fields
     objs[i] = mutated(draw, objs[i])
     doc = b.cluster(*objs)
-    if draw(st.booleans()):
-        return "json", json.dumps(doc)  # NaN and Infinity as Python writes them
-    return "yaml", yaml.safe_dump(doc, allow_unicode=True)
+    form = draw(st.sampled_from(["json", "indented", "yaml"]))
+    if form == "yaml":
+        return "yaml", yaml.safe_dump(doc, allow_unicode=True)
+    # NaN and Infinity as Python writes them; indented as kubectl writes a List, read piece by piece by its layout
+    return "json", json.dumps(doc, indent=4 if form == "indented" else None)
 
 
 @fuzz(300)

@@ -73,19 +73,97 @@ def test_unread_fields_are_skipped_whatever_they_hold() -> None:
     assert fast is not None and fast[0][0].name == "web-0"
 
 
-def test_a_snapshot_reads_the_same_typed_and_streamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "snap.json"
-    path.write_text(json.dumps(b.cluster(*base_cluster())))
-    data = path.read_bytes()
-    assert decode.snapshot(data) is not None  # the fast way takes it
+def _same_as_streamed(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     typed = load_snapshot([str(path)])
-    monkeypatch.setattr(decode, "snapshot", lambda _data: None)
-    streamed = load_snapshot([str(path)])
+    with monkeypatch.context() as m:
+        m.setattr(decode, "snapshot", lambda _data: None)
+        streamed = load_snapshot([str(path)])
     for a, b_ in ((typed.pods, streamed.pods), (list(typed.nodes.values()), list(streamed.nodes.values())),
                   (typed.pdbs, streamed.pdbs)):
         assert [_fields(o) for o in a] == [_fields(o) for o in b_]
     assert {k: [_fields(o) for o in v] for k, v in typed.extra.items()} == \
         {k: [_fields(o) for o in v] for k, v in streamed.extra.items()}
+
+
+def test_a_snapshot_reads_the_same_typed_and_streamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(b.cluster(*base_cluster())))
+    data = path.read_bytes()
+    assert decode.snapshot(data) is not None  # the fast way takes it
+    _same_as_streamed(path, monkeypatch)
+
+
+@pytest.mark.parametrize("indent", [4, 2, 1])
+def test_an_indented_list_is_read_by_its_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                indent: int) -> None:
+    """kubectl get -o json indents by 4; any indent will do. The whole List is never scanned first, and a mapped
+    file's pages are given back as the read goes (here every page)."""
+    doc = b.cluster(*base_cluster())
+    doc["metadata"] = {"resourceVersion": "", "nested": {"a": {"b": 1}}}  # the List's own fields, after the items
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(doc, indent=indent, sort_keys=True) + "\n")
+    found = decode.Objects()
+    assert decode._indented_items(path.read_bytes(), found) is True
+    assert len(found.pods) == len([o for o in doc["items"] if o["kind"] == "Pod"])
+    scanned: list[object] = []
+    monkeypatch.setattr(decode, "_SNAPSHOT", _Spy(decode._SNAPSHOT, scanned))
+    monkeypatch.setattr(decode, "_PIECE", 1)  # one item a piece
+    _same_as_streamed(path, monkeypatch)
+    assert all(len(bytes(d)) < 400 for d in scanned)  # only the List around its items was decoded as a whole
+
+
+class _Spy:
+    def __init__(self, inner: Any, seen: list[object]) -> None:
+        self.inner, self.seen = inner, seen
+
+    def decode(self, data: Any) -> Any:
+        self.seen.append(bytes(data))
+        return self.inner.decode(data)
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda t: t.replace('\n        }\n    ]', '}\n    ]', 1),  # the last item closed on its last line
+    lambda t: t.replace('\n        },\n        {', '\n        }, {', 1),  # two items on one line
+])
+def test_items_laid_out_otherwise_within_the_list_still_read_by_layout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mangle: Any) -> None:
+    """The layout only places the cuts between pieces: within a piece the items may be laid out any way."""
+    text = mangle(json.dumps(b.cluster(*base_cluster()), indent=4))
+    path = tmp_path / "snap.json"
+    path.write_text(text)
+    assert decode._indented_items(path.read_bytes(), decode.Objects()) is True
+    _same_as_streamed(path, monkeypatch)
+
+
+def test_a_cut_the_layout_misplaces_leaves_the_list_to_a_scan_of_the_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An item holding what looks like the gap between two items (indented against its depth) makes a piece that
+    is not whole items: the List is then scanned whole, and reads the same."""
+    doc = b.cluster(*base_cluster())
+    text = json.dumps(doc, indent=4)
+    first = text.index('"items": [\n        {') + len('"items": [\n        ')
+    fake = '"odd": [{"a": 1},\n        {"b": 2}], '
+    text = text[:first + 1] + fake + text[first + 1:]  # inside the first item, at the items' indent
+    path = tmp_path / "snap.json"
+    path.write_text(text)
+    data = path.read_bytes()
+    monkeypatch.setattr(decode, "_PIECE", data.index(b'{"b": 2}') + 1 - first)  # the cut falls in the fake gap
+    assert decode._indented_items(data, decode.Objects()) is None
+    assert decode.snapshot(data) is not None
+    _same_as_streamed(path, monkeypatch)
+
+
+def test_crlf_lines_are_not_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(json.dumps(b.cluster(*base_cluster()), indent=4).replace("\n", "\r\n").encode())
+    assert decode._indented_items(path.read_bytes(), decode.Objects()) is None
+    _same_as_streamed(path, monkeypatch)
+
+
+def test_an_indented_object_with_items_is_left_to_the_streamed_read() -> None:
+    data = json.dumps({"apiVersion": "v1", "items": [b.node("n1")], "kind": "Pod"}, indent=4).encode()
+    assert decode._indented_items(data, decode.Objects()) is False
+    assert decode.snapshot(data) is None
 
 
 @pytest.mark.parametrize("doc", [
