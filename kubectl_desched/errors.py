@@ -42,9 +42,18 @@ class ConfigError(UsageError):
     """An invalid policy or plugin argument, located by file and field path."""
 
     def __init__(self, path: str, message: str, source: str | None = None) -> None:
+        # a key or a plugin name from the file is echoed in both: a newline in one must not forge a second line
+        path, message, source = _one_line(path), _one_line(message), source and _one_line(source)
         self.path = path
         self.message = message
         self.source = source
         where = f"{source}: " if source else ""
         at = f"{path}: " if path else ""
         super().__init__(f"{where}{at}{message}")
+
+
+def _one_line(text: str) -> str:
+    """Each character a terminal or a line split acts on as its escape (\\n, \\x1b, \\u202e): the text on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

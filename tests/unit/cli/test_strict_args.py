@@ -196,6 +196,19 @@ def test_an_unknown_nested_field_refuses_the_policy(name: str, workdir: Path, mo
                    "unknown field"
 
 
+@pytest.mark.parametrize(("where", "shown"), [
+    ("key", "args.a\\rerror: forged: unknown field"), ("plugin", "name: plugin a\\nerror: forged is not registered")])
+def test_a_newline_in_a_key_or_a_name_is_shown_not_obeyed(where: str, shown: str, workdir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzzed policies: an echoed key or plugin name with a newline forged a second error line."""
+    policy = _policy("LowNodeUtilization", {"a\rerror: forged": 1})
+    if where == "plugin":
+        policy["profiles"][0]["pluginConfig"].append({"name": "a\nerror: forged"})
+    line = _refused(workdir, policy, monkeypatch, capsys)  # one line, exit 2
+    assert shown in line, line
+
+
 def test_high_node_utilization_refuses_metrics_utilization(workdir: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Upstream v0.36.0: `strict decoding error: unknown field "metricsUtilization"`; the field is
