@@ -233,7 +233,7 @@ class _Cluster:
         for k, v in want.items:
             if v and v > free.get(k, 0.0):
                 return version, f"insufficient {k}", 0
-        if stat.pods_free < 1:
+        if stat.pods_used + 1 > stat.pods_cap:
             return version, "too many pods", 0
         return version, None, _base_score(want, stat, self.balance_gain)
 
@@ -545,7 +545,8 @@ class _NodeStat:
         "memory_cap",
         "memory_nonzero",
         "memory_used",
-        "pods_free",
+        "pods_cap",
+        "pods_used",
         "version",
     )
 
@@ -553,7 +554,7 @@ class _NodeStat:
         alloc, used, nonzero = cl.nodes_by_name[name].allocatable, cl.used[name], cl.nonzero[name]
         self.version = cl.version[name]
         self.free = {k: alloc.get(k, 0.0) - used.get(k, 0.0) for k in {*alloc, *used}}
-        self.pods_free = alloc.get("pods", 0.0) - used.get("pods", 0.0)
+        self.pods_used, self.pods_cap = used.get("pods", 0.0), alloc.get("pods", 0.0)
         self.cpu_cap, self.memory_cap = cl.caps[name]
         self.cpu_nonzero, self.memory_nonzero = nonzero["cpu"], nonzero["memory"]
         self.cpu_used, self.memory_used = used.get("cpu", 0.0), used.get("memory", 0.0)

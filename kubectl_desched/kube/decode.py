@@ -128,6 +128,14 @@ _PIECE = 16 << 20  # the items are read this many bytes at a time
 _ITEMS = msgspec.json.Decoder(list[_ANY_KIND])  # a piece's items, typed in one pass
 
 
+class _Around(msgspec.Struct, gc=False):
+    kind: str = ""
+    items: Any = msgspec.UNSET
+
+
+_AROUND = msgspec.json.Decoder(_Around)
+
+
 def _indented_items(data: Any, found: Objects) -> bool | None:
     """The items of an indented List, a piece of the file at a time: a piece ends where the layout says an item
     does (JSON strings hold no newline, so "},", a newline and the items' indent then "{" is only ever found
@@ -163,9 +171,12 @@ def _indented_items(data: Any, found: Objects) -> bool | None:
             start = cut + len(between) - 1 if cut >= 0 else end  # the next piece's first "{"
             if release:
                 data.madvise(mmap.MADV_DONTNEED, 0, start - start % mmap.PAGESIZE)
-        # the List around its items: what is before them and after, decoded as one document
-        rest = _SNAPSHOT.decode(bytes(view[:head.end() - 2]) + bytes(view[end:]))
-    return rest.kind.endswith("List") and not rest.items
+        # The List around its items, decoded as one document with null for them: the array was the List's own
+        # "items" only if its items are that null (not absent, as when the array was nested in another field).
+        rest = _AROUND.decode(bytes(view[:head.start(2) - 2]) + b"null" + bytes(view[end + len(top) + 2:]))
+    if not rest.kind.endswith("List"):
+        return False
+    return True if rest.items is None else None
 
 
 @contextlib.contextmanager

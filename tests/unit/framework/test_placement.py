@@ -38,6 +38,17 @@ def test_the_scores_prefer_the_emptier_better_balanced_node() -> None:
     assert where(objs, ["mover"]) == [("b", ("b",))]
 
 
+def test_a_pod_count_of_a_fraction_fits_as_the_scheduler_adds_it() -> None:
+    """A snapshot may hold a pod that requests `pods` (the API refuses it): the node's count then has a fraction,
+    and the fit test is the scheduler's own, count + 1 against allocatable, which a rounding-free rewrite must
+    keep (1.05 + 1 <= 2.05 fits)."""
+    resident = pod("res", "dst", cpu="100m")
+    resident["spec"]["containers"][0]["resources"]["requests"]["pods"] = "50m"
+    objs = [b.node("dst", pods="2050m"), b.node("src", cpu="1", unschedulable=True), resident,
+            pod("mover", "src", cpu="100m")]
+    assert where(objs, ["mover"]) == [("dst", ("dst",))]
+
+
 def test_equal_nodes_tie_and_the_first_by_name_is_shown() -> None:
     objs = [b.node("x2"), b.node("x1"), b.node("src", cpu="1"), pod("mover", "src", cpu="1")]
     assert where(objs, ["mover"]) == [("x1", ("x1", "x2"))]  # src, free again, scores 0 on cpu: 1 of 1 used

@@ -153,6 +153,21 @@ def test_a_cut_the_layout_misplaces_leaves_the_list_to_a_scan_of_the_whole(
     _same_as_streamed(path, monkeypatch)
 
 
+@pytest.mark.parametrize("around", [
+    '{\n    "kind": "List",\n    "x": {\n    "items": [\n        %s\n    ]\n    }\n}\n',  # nested in another field
+    '{\n    "kind": "List",\n    "items": [\n        %s\n    ],\n    "items": []\n}\n',  # replaced by a later key
+])
+def test_an_items_array_that_is_not_the_lists_own_is_not_read_as_its_items(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, around: str) -> None:
+    """Found in review: the array the layout read must be the List's own items, as json.loads has them."""
+    item = json.dumps(b.pod("p", "n1"), indent=4).replace("\n", "\n        ")
+    data = (around % item).encode()
+    assert json.loads(data)["items"] == [] if '"items": []' in around else "items" not in json.loads(data)
+    assert decode._indented_items(data, decode.Objects()) is None  # the whole scan judges it
+    found = decode.snapshot(data)
+    assert found is not None and found.pods == []
+
+
 def test_crlf_lines_are_not_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "snap.json"
     path.write_bytes(json.dumps(b.cluster(*base_cluster()), indent=4).replace("\n", "\r\n").encode())
