@@ -152,6 +152,8 @@ class _Cluster:
         # Every pod per namespace, for inter-pod terms (in_ns): grouped when first asked for, as most plans have
         # none to check; the replacements landed so far, by namespace.
         self._pods_by_ns: dict[str, list[Pod]] | None = None
+        # The same per namespace, grouped by their (pooled) label set: a selector is matched once per group.
+        self._by_labels: dict[str, dict[int, tuple[Mapping[str, str], list[Pod]]]] | None = None
         self._landed: dict[str, list[tuple[Pod, str]]] = defaultdict(list)
         self.with_anti: list[_Resident] = []
         self.anti_in: dict[str, list[_Resident]] = defaultdict(list)  # namespace -> anti-affinity looking there
@@ -403,15 +405,36 @@ class _Cluster:
             counts: Counter[str] = Counter()
             if m is not None:
                 for ns in namespaces:
-                    for labels, node, terminating in self.in_ns(ns):
-                        value = self.nodes_by_name[node].labels.get(key)
-                        if value is not None and not (running_only and terminating) and m(labels):
-                            counts[value] += 1
+                    self._count_matching(m, key, ns, running_only, counts)
             found = self._domains[ident] = (m, counts)
             if m is not None:
                 for ns in namespaces:
                     self._domains_in[ns].append((key, m, counts, running_only))
         return found[1]
+
+    def _count_matching(self, m: Matcher, key: str, namespace: str, running_only: bool,
+                        counts: Counter[str]) -> None:
+        """What in_ns gives of the namespace, counted per value of `key` where m selects the pod's labels: asked
+        once per label set, as replicas share theirs (pooled), not once per pod."""
+        if self._by_labels is None:
+            self._by_labels = defaultdict(dict)
+            for pod in self._residents:
+                group = self._by_labels[pod.namespace].setdefault(id(pod.labels), (pod.labels, []))
+                group[1].append(pod)
+        gone, moving, nodes = self.gone, self.moving, self.nodes_by_name
+        for labels, pods in self._by_labels.get(namespace, {}).values():
+            if not m(labels):
+                continue
+            for pod in pods:
+                if id(pod) in gone or (running_only and (pod.terminating or id(pod) in moving)):
+                    continue
+                value = nodes[pod.node_name].labels.get(key)
+                if value is not None:
+                    counts[value] += 1
+        for pod, node in self._landed.get(namespace, ()):
+            value = nodes[node].labels.get(key)
+            if value is not None and m(pod.labels):
+                counts[value] += 1
 
     def others_anti(self, pod: Pod) -> list[tuple[str, str]]:
         """(key, value) domains where a pod already there refuses this one by its required anti-affinity."""
