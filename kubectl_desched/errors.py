@@ -2,6 +2,8 @@
 one table (docs/guide/evicting-safely.md, "Exit codes", lists the same): a pipeline can tell a plan that went stale
 from an error, and either from a "no" at the prompt."""
 
+from kubectl_desched.sanitize import escaped
+
 DONE = 0  # every confirmed eviction succeeded, nothing to do, or a preview
 ERROR = 1  # an error, or a confirmed eviction that did not succeed
 USAGE = 2  # bad flags, files, kubeconfig, policy or plan document
@@ -43,17 +45,10 @@ class ConfigError(UsageError):
 
     def __init__(self, path: str, message: str, source: str | None = None) -> None:
         # a key or a plugin name from the file is echoed in both: a newline in one must not forge a second line
-        path, message, source = _one_line(path), _one_line(message), source and _one_line(source)
+        path, message, source = escaped(path), escaped(message), source and escaped(source)
         self.path = path
         self.message = message
         self.source = source
         where = f"{source}: " if source else ""
         at = f"{path}: " if path else ""
         super().__init__(f"{where}{at}{message}")
-
-
-def _one_line(text: str) -> str:
-    """Each character a terminal or a line split acts on as its escape (\\n, \\x1b, \\u202e): the text on one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

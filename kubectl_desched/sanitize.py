@@ -80,6 +80,14 @@ def redact(text: str) -> str:
     return mask_url(text)
 
 
+def escaped(text: str) -> str:
+    """`text` with its control and format characters as visible escapes (a newline becomes the two characters
+    \\n), nothing cut and nothing redacted: a name or key echoed in a message, on one line."""
+    if _ALL_SAFE.fullmatch(text):
+        return text
+    return "".join(_escape(ch) for ch in text)
+
+
 def one_line(text: object, limit: int = SERVER_TEXT_LIMIT) -> str:
     """`text` as one printable line of at most about `limit` characters: control and format characters are
     replaced by visible escapes (a newline becomes the two characters \\n), and a longer text is cut with a

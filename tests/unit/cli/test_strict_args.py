@@ -201,10 +201,14 @@ def test_an_unknown_nested_field_refuses_the_policy(name: str, workdir: Path, mo
 def test_a_newline_in_a_key_or_a_name_is_shown_not_obeyed(where: str, shown: str, workdir: Path,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """Found by the fuzzed policies: an echoed key or plugin name with a newline forged a second error line."""
+    """Found by the fuzzed policies: an echoed key or plugin name with a newline made the error's own message two
+    lines (the CLI's last guard kept what it printed to one)."""
     policy = _policy("LowNodeUtilization", {"a\rerror: forged": 1})
     if where == "plugin":
         policy["profiles"][0]["pluginConfig"].append({"name": "a\nerror: forged"})
+    with pytest.raises(ConfigError) as refused:
+        decode_policy(policy, in_tree_registry(), "policy.yaml")
+    assert "\n" not in str(refused.value) and "\r" not in str(refused.value) and shown in str(refused.value)
     line = _refused(workdir, policy, monkeypatch, capsys)  # one line, exit 2
     assert shown in line, line
 
