@@ -29,8 +29,9 @@ def test_each_archive_carries_its_platforms_extension_modules(os_name: str, arch
     app = zipapp(next(krew_dist.glob(f"*_{os_name}_{arch}.tar.gz")))
     names = app.namelist()
     so = sorted(n for n in names if n.endswith(".so"))
-    assert so == sorted(f"site-packages/{module}.cpython-{py}-{SUFFIX[os_name, arch]}" for py in PYTHONS
-                        for module in ("msgspec/_core", "pydantic_core/_pydantic_core", "yaml/_yaml"))
+    per_version = [f"site-packages/{module}.cpython-{py}-{SUFFIX[os_name, arch]}" for py in PYTHONS
+                   for module in ("msgspec/_core", "pydantic_core/_pydantic_core", "yaml/_yaml")]
+    assert so == sorted([*per_version, "site-packages/google/_upb/_message.abi3.so"])  # protobuf's: stable ABI
     # Pure-Python wheels for the rest (their optional accelerators are not needed), our package, shiv's runtime.
     assert "site-packages/kubectl_desched/cli/main.py" in names and "__main__.py" in names
     assert "site-packages/aiohttp/__init__.py" in names
