@@ -16,7 +16,7 @@ import urllib3
 
 from kubectl_desched import heap, interrupts, safeload
 from kubectl_desched.errors import DeschedError
-from kubectl_desched.kube import decode, httplog, optional_kinds, readahead
+from kubectl_desched.kube import decode, httplog, optional_kinds, protobuf, readahead
 from kubectl_desched.kube.apierrors import api_exception, is_api_exception
 from kubectl_desched.model import wire
 from kubectl_desched.model.objects import ParseError, cycle_collector_paused, from_json, node_from_json
@@ -119,11 +119,22 @@ def list_page(data: bytes, path: str) -> tuple[list[Any], str]:
     return items or [], cont or ""
 
 
+class ReadAsJSON(Exception):
+    """A protobuf page the protobuf read does not take whole: the list is read again as JSON."""
+
+
 def typed_page(kind: str) -> PageParser:
-    """A LIST page of a kind the model types, decoded from its bytes into the model (kube/decode.py); a page the
-    typed decoder does not take whole is read again the slow way, which names the object and field at fault."""
+    """A LIST page of a kind the model types, decoded from its bytes into the model (kube/decode.py, or
+    kube/protobuf.py for a protobuf answer); a JSON page the typed decoder does not take whole is read again the
+    slow way, which names the object and field at fault."""
+    protobuf_kind = kind in protobuf.KINDS
 
     def parse(data: bytes, path: str) -> tuple[list[Any], str]:
+        if protobuf_kind and protobuf.is_protobuf(data):
+            found = protobuf.page(data, kind)
+            if found is None:
+                raise ReadAsJSON(path)
+            return found
         fast = decode.page(data, kind)
         if fast is not None:
             return fast
@@ -264,6 +275,8 @@ AHEAD = 2  # pages being fetched or held beyond the one being parsed: 2 x 3.6 MB
 def remaining_items(head: bytes) -> int | None:
     """How many items a list's first page says are left after it (metadata.remainingItemCount, before the
     items); None when it does not say (the last page, a field selector, an old server)."""
+    if protobuf.is_protobuf(head):
+        return protobuf.head(head)[1]
     items = head.find(b'"items"')
     found = _REMAINING.search(head, 0, items) if items >= 0 else None
     return int(found.group(1)) if found else None
@@ -273,6 +286,8 @@ def next_token(head: bytes) -> str | None:
     """The continue token a list's first bytes name: "" when its metadata, before the items, has none (the last
     page), None when they do not say (no metadata before the items within them). Only the metadata is searched:
     no user's string comes before the items."""
+    if protobuf.is_protobuf(head):
+        return protobuf.head(head)[0]
     items = head.find(b'"items"')
     if items < 0 or head.find(b'"metadata"', 0, items) < 0:
         return None
@@ -349,6 +364,17 @@ def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector:
         except ListExpired:
             continue
     raise DeschedError(f"listing {label or path}: the list kept expiring (410 Gone); try again")
+
+
+def _read_typed(conn: Connection, path: str, kind: str, **kw: Any) -> list[Any]:
+    """A whole list of a kind the model types: pods and nodes as protobuf where the connection may, and again as
+    JSON if a page of it is not one the protobuf read takes whole (the JSON read names what is wrong with it)."""
+    if conn.protobuf and kind in protobuf.KINDS:
+        try:
+            return _read_all(conn, path, typed_page(kind), accept=protobuf.ACCEPT, **kw)
+        except ReadAsJSON:
+            pass
+    return _read_all(conn, path, typed_page(kind), **kw)
 
 
 # Only each object's metadata: a pod's is a small part of it.
@@ -503,7 +529,7 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
     what = "reading the cluster"
     heap.one_heap()  # before the helper threads: pages they read leave no holes in heaps of their own
     later: list[str] = []  # warnings of the reads beside, said once the pods are read (as before, in order)
-    nodes_read = _Beside(lambda: _read_all(conn, "/api/v1/nodes", typed_page("Node"), label="nodes"))
+    nodes_read = _Beside(lambda: _read_typed(conn, "/api/v1/nodes", "Node", label="nodes"))
     others_read = _Beside(lambda: (_read_pdbs(conn, later.append), _read_extras(conn, kinds, later.append)))
     try:
         try:
@@ -511,12 +537,12 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
             try:
                 if node_names is not None and len(node_names) <= 20:
                     for name in node_names:
-                        pods += _read_all(conn, "/api/v1/pods", typed_page("Pod"),
-                                          field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
+                        pods += _read_typed(conn, "/api/v1/pods", "Pod",
+                                            field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
                 else:
                     # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
-                    pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), progress=progress, label="pods",
-                                     each_page=nodes_read.raise_if_failed)  # a failed node read stops it
+                    pods = _read_typed(conn, "/api/v1/pods", "Pod", progress=progress, label="pods",
+                                       each_page=nodes_read.raise_if_failed)  # a failed node read stops it
             except Exception:  # an interrupt (Ctrl-C, a signal) leaves at once, not waiting for the nodes
                 nodes_read.result()  # the nodes' error comes first, as when they were read first
                 raise
