@@ -30,6 +30,7 @@ def tainted(cluster: Any, ns: str, pods: list[str]) -> tuple[str, list[str]]:
     """A tainted node with these pods; the deschedule arguments that propose them all (with --yes)."""
     node = f"{ns}-n"
     cluster.create_node(node, taints=[TAINT])
+    cluster.create_node(f"{ns}-spare")  # where the replacements land: without one no move would change anything
     for p in pods:
         cluster.create_pod(ns, p, node, labels={"app": "web"}, owner_name="web-rs")
     return node, ["deschedule", "--plugin", "RemovePodsViolatingNodeTaints", "-n", ns, "--nodes", node, "--yes"]
