@@ -172,3 +172,16 @@ def test_decode_samples_are_the_alone_and_beside_figures(tmp_path: Path) -> None
         perf.decode_samples(_fake_python(tmp_path, line + "\n", 1), tmp_path / "kubeconfig")
     with pytest.raises(RuntimeError, match="exited 0"):  # no figure printed: no row
         perf.decode_samples(_fake_python(tmp_path, "nothing\n", 0), tmp_path / "kubeconfig")
+
+
+def test_plans_of_the_two_reads_are_compared_but_for_when_and_how_they_were_made(tmp_path: Path) -> None:
+    def plan(name: str, made: str, arguments: list[str], candidates: list[str]) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({"identity": {"madeAt": made, "arguments": arguments, "server": "s"},
+                                    "candidates": [{"pod": c} for c in candidates]}))
+        return path
+
+    a = plan("a", "t1", ["balance"], ["p1", "p2"])
+    assert perf.same_document(a, plan("b", "t2", ["balance", "--no-protobuf"], ["p1", "p2"])) == \
+        "identical plans of 2 candidates"
+    assert perf.same_document(a, plan("c", "t1", ["balance"], ["p2", "p1"])) == "DIFFERENT: 2 and 2 candidates"
