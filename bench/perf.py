@@ -11,9 +11,9 @@ and runs each command below once per round, for --runs rounds, in a rotating ord
                             when its informers are synced (its first cycle starts) and when a cycle first sees the
                             whole cluster (its node classes equal the tool's; earlier dry-run cycles see a partial
                             copy, kubernetes-sigs/descheduler#1917)
-  balance                   kubectl-desched balance -A --dry-run=client -o json (pods and nodes read as protobuf)
-  balance --no-protobuf     the same, read as JSON; once before the rounds, its plan is compared with balance's
-                            byte for byte but madeAt (the result's "protobuf" says whether they are identical)
+  balance                   kubectl-desched balance -A --dry-run=client -o json
+  balance --protobuf        the same, pods and nodes read as protobuf; once before the rounds, its plan is compared
+                            with balance's byte for byte but madeAt (the result's "protobuf" says if they are the same)
   explain node              kubectl-desched explain node NODE (the busiest over-utilized node)
   version, completion       kubectl-desched version; __complete balance --no- (what TAB runs)
   json.load, run --from-file   json.load of the saved JSON snapshot; run --from-file on it with the same policy
@@ -375,11 +375,11 @@ from kubectl_desched.kube.config import KubeOptions, connect
 from kubectl_desched.kube.live import read_cluster
 read_cluster(connect(KubeOptions()))
 """
-READ_ONLY_JSON = """
+READ_ONLY_PROTOBUF = """
 from kubectl_desched.kube.config import KubeOptions, connect
 from kubectl_desched.kube.live import read_cluster
 from kubectl_desched.kube.overrides import ConnectionFlags
-read_cluster(connect(KubeOptions(flags=ConnectionFlags(no_protobuf=True))))
+read_cluster(connect(KubeOptions(flags=ConnectionFlags(protobuf=True))))
 """
 
 
@@ -682,10 +682,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         first = work / f"balance-{nodes}-{pods}.json"
         with first.open("w") as f:  # also warms the page cache and writes the tool's bytecode
             subprocess.run(balance, stdout=f, env=env, check=True)
-        as_json = work / f"balance-{nodes}-{pods}-json.json"
-        with as_json.open("w") as f:
-            subprocess.run([*balance, "--no-protobuf"], stdout=f, env=env, check=True)
-        result["protobuf"] = same_document(first, as_json)
+        as_protobuf = work / f"balance-{nodes}-{pods}-protobuf.json"
+        with as_protobuf.open("w") as f:
+            subprocess.run([*balance, "--protobuf"], stdout=f, env=env, check=True)
+        result["protobuf"] = same_document(first, as_protobuf)
         doc = json.loads(first.read_text())
         node, want = busiest_overutilized_node(doc), node_classes(doc)
         result.update(explained_node=node, node_classes={"under": want[0], "over": want[1]},
@@ -711,8 +711,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         read_only = read_only_command(exe)
         if "tool" not in args.skip:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
-                      cmd("balance --no-protobuf", [*balance, "--no-protobuf"]),
-                      cmd("balance: read only --no-protobuf", read_only_command(exe, READ_ONLY_JSON)),
+                      cmd("balance --protobuf", [*balance, "--protobuf"]),
+                      cmd("balance: read only --protobuf", read_only_command(exe, READ_ONLY_PROTOBUF)),
                       cmd("explain node", [exe, "explain", "node", node])]
             if "uncompressed" not in args.skip:  # what kubectl's --disable-compression saves where the link is fast
                 steps.append(cmd("balance --disable-compression", [*balance, "--disable-compression"]))
@@ -760,7 +760,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     steps.append(floor_step(f"link: floor {media}" + (" gzip" if gz else ""), link_config, media, gz))
                 steps.append(floor_step(f"link: {FLOOR_AHEAD} gzip", link_config, "json", True, READ_AHEAD))
                 steps += [cmd("link: balance", balance, link_env), cmd("link: balance: read only", read_only, link_env),
-                          cmd("link: balance --no-protobuf", [*balance, "--no-protobuf"], link_env)]
+                          cmd("link: balance --protobuf", [*balance, "--protobuf"], link_env)]
                 if other:
                     steps += [cmd(f"{COMPARED} link: balance", other_balance, link_env)]
             interleave(steps, args.runs, cluster, t)
@@ -810,20 +810,18 @@ ROWS: list[tuple[str, str | None]] = [
     ("floor protobuf gzip", "floor json"), ("floor json read ahead", "floor json"),
     ("descheduler: informers synced", "floor json"), ("descheduler: first complete cycle", "floor json"),
     ("balance", "floor json"), ("balance: read only", "floor json"),
-    ("balance --no-protobuf", "floor json"), ("balance: read only --no-protobuf", "floor json"),
+    ("balance --protobuf", "balance"), ("balance: read only --protobuf", "balance: read only"),
     ("balance --disable-compression", "floor json"), ("explain node", None), ("version", None), ("completion", None),
     ("json.load", None), ("run --from-file", "json.load"),
     (DECODE_ALONE, None), (DECODE_BESIDE, DECODE_ALONE),
     ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),
     ("link: floor json", "link: floor json gzip"), ("link: floor json read ahead gzip", "link: floor json gzip"),
     ("link: balance", "link: floor json gzip"),
-    ("link: balance: read only", "link: floor json gzip"), ("link: balance --no-protobuf", "link: floor json gzip"),
+    ("link: balance: read only", "link: floor json gzip"), ("link: balance --protobuf", "link: balance"),
 ]
-COMPARED = "compared:"  # the rows of --compare's build (JSON only), each against this build's row read as JSON
-ROWS += [(f"{COMPARED} {name}", versus) for name, versus in (
-    ("balance", "balance --no-protobuf"), ("balance: read only", "balance: read only --no-protobuf"),
-    ("explain node", "explain node"), ("run --from-file", "run --from-file"),
-    ("link: balance", "link: balance --no-protobuf"))]
+COMPARED = "compared:"  # the rows of --compare's build, each against this build's same row
+ROWS += [(f"{COMPARED} {name}", name) for name in ("balance", "balance: read only", "explain node",
+                                                            "run --from-file", "link: balance")]
 
 
 def megabytes(n: float) -> str:

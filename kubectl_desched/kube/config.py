@@ -117,7 +117,7 @@ class Connection:
     timeout: Timeout = field(default=None)
     chunk_size: int = 500
     compress: bool = True  # ask for gzip; off with --disable-compression or the cluster's disable-compression
-    protobuf: bool = True  # ask for pods and nodes as protobuf; off with --no-protobuf
+    protobuf: bool = False  # ask for pods and nodes as protobuf (--protobuf)
 
 
 def _kubeconfig_paths(opts: KubeOptions) -> tuple[str, list[str]]:
@@ -408,7 +408,7 @@ def _connect_in_cluster(opts: KubeOptions, cfg: k8s_client.Configuration) -> Con
     with open(f"{_SA_DIR}/namespace") as f:
         namespace = opts.namespace or f.read().strip() or "default"
     return Connection(api_client(cfg, opts), mask_url(cfg.host), "(in-cluster)", namespace, _timeout(opts),
-                      opts.chunk_size, not flags.disable_compression, not flags.no_protobuf)
+                      opts.chunk_size, not flags.disable_compression, flags.protobuf)
 
 
 def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, ctx_name: str) -> Connection:
@@ -479,7 +479,7 @@ def _connect(opts: KubeOptions, cfg: k8s_client.Configuration, merger: _Merged, 
     namespace = opts.namespace or entry.get("namespace") or "default"
     server = mask_url(cfg.host)  # what is shown: the requests go to cfg.host
     return Connection(api_client(cfg, opts), server, ctx_name or server, namespace, _timeout(opts),
-                      opts.chunk_size, compress, not flags.no_protobuf)
+                      opts.chunk_size, compress, flags.protobuf)
 
 
 # What authenticates in a header, which plain http would carry in clear.

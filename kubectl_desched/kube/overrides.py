@@ -44,7 +44,7 @@ class ConnectionFlags:
     insecure_skip_tls_verify: bool = False
     tls_server_name: str | None = None
     disable_compression: bool = False
-    no_protobuf: bool = False  # pods and nodes asked for as JSON (kube/protobuf.py)
+    protobuf: bool = False  # pods and nodes asked for as protobuf (kube/protobuf.py)
 
     def any(self) -> bool:
         return any(v for v in vars(self).values())

@@ -151,6 +151,8 @@ class NotInProtobuf(TypeError):
 
 
 _times: dict[int, str] = {}
+_days: dict[int, str] = {}
+_TWO = [f"{n:02d}" for n in range(60)]
 
 
 def _time(seconds: int, message: Any) -> str:
@@ -158,7 +160,12 @@ def _time(seconds: int, message: Any) -> str:
     message (JSON: null), which the JSON read takes as ""; 1970-01-01T00:00:00Z has its seconds, 0, written."""
     if (seconds == 0 and not message.HasField("seconds")) or seconds == _ZERO_TIME:
         return ""
-    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    day, moment = divmod(seconds, 86400)  # most times differ, most days do not: a date is formatted once a day
+    date = _days.get(day)
+    if date is None:
+        date = _days[day] = time.strftime("%Y-%m-%dT", time.gmtime(day * 86400))
+    hour, moment = divmod(moment, 3600)
+    text = date + _TWO[hour] + ":" + _TWO[moment // 60] + ":" + _TWO[moment % 60] + "Z"
     if seconds and len(_times) < 1 << 16:  # 0 is never kept: whether it is 1970 or no time, the message says
         _times[seconds] = text
     return text
@@ -175,9 +182,9 @@ def _empty_dir(m: Any) -> dict[str, Any]:
 
 # Values most pods share (replicas' owners, the default tolerations, a template's requests): one shape is made
 # per distinct encoding, and the pods share it (the model never changes a wire shape). Equal bytes are equal values;
-# equal values with bytes in another order (a map's) are only made twice.
+# equal values with bytes in another order (a map's) are only made twice. (Not conditions: their times differ.)
 _SHARED = {"k8s.io.api.core.v1.Toleration", "k8s.io.apimachinery.pkg.apis.meta.v1.OwnerReference",
-           "k8s.io.api.core.v1.ResourceRequirements", "k8s.io.api.core.v1.PodCondition"}
+           "k8s.io.api.core.v1.ResourceRequirements"}
 _SHARED_LIMIT = 1 << 14  # per shape, for each read: a cache, not a copy of the cluster
 
 

@@ -1,8 +1,9 @@
-"""Pods and nodes are asked for as protobuf, and the real kube-apiserver answers in protobuf; the same LIST read as
-JSON (--no-protobuf) gives the same model, object by object, for objects that set every field the model reads
-(affinity of each kind, spread constraints with every option, tolerations with and without seconds, each volume
-kind, init containers and a sidecar, pod-level resources, claims, a terminating pod, a condition without its time,
-taints with a time, a node with capacity only), and the same plan byte for byte (`-o json` but for madeAt)."""
+"""With --protobuf, pods and nodes are asked for as protobuf, and the real kube-apiserver answers in protobuf; the
+same LIST read as JSON (the default) gives the same model, object by object, for objects that set every field the
+model reads (affinity of each kind, spread constraints with every option, tolerations with and without seconds,
+each volume kind, init containers and a sidecar, pod-level resources, claims, a terminating pod, a condition without
+its time, taints with a time, a node with capacity only), and the same plan byte for byte (`-o json` but for
+madeAt)."""
 
 from __future__ import annotations
 
@@ -172,10 +173,10 @@ def test_pods_and_nodes_read_as_protobuf_are_the_model_json_gives(cluster: Local
     nodes = _objects(cluster, namespace)
     try:
         kubeconfig = str(cluster.kubeconfig_for())
-        pb_pods, pb_nodes, pb_seen = _read(connect(KubeOptions(kubeconfig=kubeconfig)), namespace, nodes)
-        js_pods, js_nodes, js_seen = _read(connect(KubeOptions(kubeconfig=kubeconfig,
-                                                               flags=ConnectionFlags(no_protobuf=True))),
+        pb_pods, pb_nodes, pb_seen = _read(connect(KubeOptions(kubeconfig=kubeconfig,
+                                                               flags=ConnectionFlags(protobuf=True))),
                                            namespace, nodes)
+        js_pods, js_nodes, js_seen = _read(connect(KubeOptions(kubeconfig=kubeconfig)), namespace, nodes)
     finally:
         _cleanup(cluster, namespace, nodes)
     for path in ("/api/v1/pods", "/api/v1/nodes"):
@@ -202,11 +203,11 @@ def test_a_plan_made_of_protobuf_is_the_plan_made_of_json(cluster: LocalCluster,
         kubeconfig = cluster.kubeconfig_for()
         args = ["balance", "-n", namespace, "--nodes", ",".join(nodes), "--dry-run=client", "-o", "json",
                 "--thresholds", "cpu=20,memory=20,pods=20", "--target-thresholds", "cpu=50,memory=50,pods=50"]
-        plans = [as_json(desched(kubeconfig, *args, *extra)) for extra in ([], ["--no-protobuf"])]
+        plans = [as_json(desched(kubeconfig, *args, *extra)) for extra in (["--protobuf"], [])]
     finally:
         _cleanup(cluster, namespace, nodes)
     for plan in plans:
         plan["identity"].pop("madeAt")
-    plans[1]["identity"]["arguments"].remove("--no-protobuf")
+    plans[0]["identity"]["arguments"].remove("--protobuf")
     assert len(plans[0]["nodes"]) == 2
     assert json.dumps(plans[0]) == json.dumps(plans[1])

@@ -174,8 +174,9 @@ class Server:
         return data
 
 
-def _conn() -> Connection:
-    return Connection(api=None, server="https://example:6443", context="ctx", namespace="default")  # type: ignore[arg-type]
+def _conn(protobuf: bool = True) -> Connection:
+    return Connection(api=None, server="https://example:6443", context="ctx", namespace="default",  # type: ignore[arg-type]
+                      protobuf=protobuf)
 
 
 def _pods_asked(server: Server) -> list[str]:
@@ -215,10 +216,19 @@ def test_a_server_that_answers_json_to_protobuf_is_read_as_json(monkeypatch: pyt
     assert _pods_asked(server) == [protobuf.ACCEPT.split(",")[0]] * 2  # asked for it, took what came
 
 
-def test_no_protobuf_asks_for_json(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_protobuf_json_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     server = Server([_pair(f"p{i}", "n") for i in range(3)])
     monkeypatch.setattr(live, "request_raw", server)
-    conn = _conn()
-    conn.protobuf = False
-    assert len(live.read_cluster(conn).pods) == 3
+    assert len(live.read_cluster(_conn(protobuf=False)).pods) == 3
     assert {accept for _, accept in server.asked} == {"application/json"}
+
+
+@pytest.mark.parametrize("seconds", [1, 59, 3599, 86399, 86400, T0, T0 + 86399, -1, -86401, 253402300799])
+def test_a_time_is_written_as_go_writes_rfc3339_seconds(seconds: int) -> None:
+    import time
+
+    class Set:
+        def HasField(self, _name: str) -> bool:
+            return True
+
+    assert protobuf._time(seconds, Set()) == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -182,6 +182,6 @@ def test_plans_of_the_two_reads_are_compared_but_for_when_and_how_they_were_made
         return path
 
     a = plan("a", "t1", ["balance"], ["p1", "p2"])
-    assert perf.same_document(a, plan("b", "t2", ["balance", "--no-protobuf"], ["p1", "p2"])) == \
+    assert perf.same_document(a, plan("b", "t2", ["balance", "--protobuf"], ["p1", "p2"])) == \
         "identical plans of 2 candidates"
     assert perf.same_document(a, plan("c", "t1", ["balance"], ["p2", "p1"])) == "DIFFERENT: 2 and 2 candidates"
