@@ -20,9 +20,10 @@ def test_the_committed_message_classes_are_what_the_script_makes(tmp_path: Path)
     out = tmp_path / "k8spb"
     proc = subprocess.run([str(ROOT / "scripts" / "gen-protobuf"), "--out", str(out)], capture_output=True,
                           text=True, timeout=900, check=False)
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"scripts/gen-protobuf could not run here (exit {proc.returncode}): {why}")
+    why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    if proc.returncode == 3:  # what it needs could not be had here (the module proxy, PyPI)
+        pytest.skip(f"scripts/gen-protobuf could not run here: {why}")
+    assert proc.returncode == 0, proc.stderr
     made = sorted(p.name for p in out.iterdir())
     assert made == sorted(p.name for p in COMMITTED.iterdir() if p.suffix == ".py")
     for name in made:

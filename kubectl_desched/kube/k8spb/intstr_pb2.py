@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n3k8s.io/apimachinery/pkg/util/intstr/generated.proto\x12#k8s.io.apimachinery.pkg.util.intstr\";\n\x0bIntOrString\x12\x0c\n\x04type\x18\x01 \x01(\x03\x12\x0e\n\x06intVal\x18\x02 \x01(\x05\x12\x0e\n\x06strVal\x18\x03 \x01(\tB%Z#k8s.io/apimachinery/pkg/util/intstr')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n3k8s.io/apimachinery/pkg/util/intstr/generated.proto\x12#k8s.io.apimachinery.pkg.util.intstr\"i\n\x0bIntOrString\x12\x11\n\x04type\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x06intVal\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x06strVal\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x07\n\x05_typeB\t\n\x07_intValB\t\n\x07_strValB%Z#k8s.io/apimachinery/pkg/util/intstrb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z#k8s.io/apimachinery/pkg/util/intstr'
   _globals['_INTORSTRING']._serialized_start=92
-  _globals['_INTORSTRING']._serialized_end=151
+  _globals['_INTORSTRING']._serialized_end=197
 # @@protoc_insertion_point(module_scope)

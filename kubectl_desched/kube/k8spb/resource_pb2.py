@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4k8s.io/apimachinery/pkg/api/resource/generated.proto\x12$k8s.io.apimachinery.pkg.api.resource\"\x1a\n\x08Quantity\x12\x0e\n\x06string\x18\x01 \x01(\t\"\x1f\n\rQuantityValue\x12\x0e\n\x06string\x18\x01 \x01(\tB&Z$k8s.io/apimachinery/pkg/api/resource')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4k8s.io/apimachinery/pkg/api/resource/generated.proto\x12$k8s.io.apimachinery.pkg.api.resource\"*\n\x08Quantity\x12\x13\n\x06string\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_string\"/\n\rQuantityValue\x12\x13\n\x06string\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_stringB&Z$k8s.io/apimachinery/pkg/api/resourceb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z$k8s.io/apimachinery/pkg/api/resource'
   _globals['_QUANTITY']._serialized_start=94
-  _globals['_QUANTITY']._serialized_end=120
-  _globals['_QUANTITYVALUE']._serialized_start=122
-  _globals['_QUANTITYVALUE']._serialized_end=153
+  _globals['_QUANTITY']._serialized_end=136
+  _globals['_QUANTITYVALUE']._serialized_start=138
+  _globals['_QUANTITYVALUE']._serialized_end=185
 # @@protoc_insertion_point(module_scope)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/k8s.io/apimachinery/pkg/runtime/generated.proto\x12\x1fk8s.io.apimachinery.pkg.runtime\"\x1b\n\x0cRawExtension\x12\x0b\n\x03raw\x18\x01 \x01(\x0c\",\n\x08TypeMeta\x12\x12\n\napiVersion\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"\x81\x01\n\x07Unknown\x12;\n\x08typeMeta\x18\x01 \x01(\x0b\x32).k8s.io.apimachinery.pkg.runtime.TypeMeta\x12\x0b\n\x03raw\x18\x02 \x01(\x0c\x12\x17\n\x0f\x63ontentEncoding\x18\x03 \x01(\t\x12\x13\n\x0b\x63ontentType\x18\x04 \x01(\tB!Z\x1fk8s.io/apimachinery/pkg/runtime')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/k8s.io/apimachinery/pkg/runtime/generated.proto\x12\x1fk8s.io.apimachinery.pkg.runtime\"(\n\x0cRawExtension\x12\x10\n\x03raw\x18\x01 \x01(\x0cH\x00\x88\x01\x01\x42\x06\n\x04_raw\"N\n\x08TypeMeta\x12\x17\n\napiVersion\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\r\n\x0b_apiVersionB\x07\n\x05_kind\"\xce\x01\n\x07Unknown\x12@\n\x08typeMeta\x18\x01 \x01(\x0b\x32).k8s.io.apimachinery.pkg.runtime.TypeMetaH\x00\x88\x01\x01\x12\x10\n\x03raw\x18\x02 \x01(\x0cH\x01\x88\x01\x01\x12\x1c\n\x0f\x63ontentEncoding\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x18\n\x0b\x63ontentType\x18\x04 \x01(\tH\x03\x88\x01\x01\x42\x0b\n\t_typeMetaB\x06\n\x04_rawB\x12\n\x10_contentEncodingB\x0e\n\x0c_contentTypeB!Z\x1fk8s.io/apimachinery/pkg/runtimeb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,9 +33,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z\037k8s.io/apimachinery/pkg/runtime'
   _globals['_RAWEXTENSION']._serialized_start=84
-  _globals['_RAWEXTENSION']._serialized_end=111
-  _globals['_TYPEMETA']._serialized_start=113
-  _globals['_TYPEMETA']._serialized_end=157
-  _globals['_UNKNOWN']._serialized_start=160
-  _globals['_UNKNOWN']._serialized_end=289
+  _globals['_RAWEXTENSION']._serialized_end=124
+  _globals['_TYPEMETA']._serialized_start=126
+  _globals['_TYPEMETA']._serialized_end=204
+  _globals['_UNKNOWN']._serialized_start=207
+  _globals['_UNKNOWN']._serialized_end=413
 # @@protoc_insertion_point(module_scope)
