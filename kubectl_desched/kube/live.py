@@ -123,11 +123,12 @@ class ReadAsJSON(Exception):
     """A protobuf page the protobuf read does not take whole: the list is read again as JSON."""
 
 
-def typed_page(kind: str) -> PageParser:
+def typed_page(kind: str, asked_protobuf: bool = False) -> PageParser:
     """A LIST page of a kind the model types, decoded from its bytes into the model (kube/decode.py, or
-    kube/protobuf.py for a protobuf answer); a JSON page the typed decoder does not take whole is read again the
-    slow way, which names the object and field at fault."""
-    protobuf_kind = kind in protobuf.KINDS
+    kube/protobuf.py for the protobuf answer to a protobuf read); a JSON page the typed decoder does not take whole
+    is read again the slow way, which names the object and field at fault. A protobuf answer to a JSON read is
+    not JSON, and said so."""
+    protobuf_kind = asked_protobuf and kind in protobuf.KINDS
 
     def parse(data: bytes, path: str) -> tuple[list[Any], str]:
         if protobuf_kind and protobuf.is_protobuf(data):
@@ -250,7 +251,9 @@ def request_raw(conn: Connection, method: str, path: str, *, query: list[tuple[s
     if len(data) > limit:
         raise TooLarge(method, path, limit)
     if not 200 <= resp.status <= 299:
-        raise api_exception()(http_resp=resp, body=data.decode("utf-8", "replace"))
+        # an error answer to a protobuf read is written as protobuf too: its Status as the JSON one it stands for
+        text = (protobuf.status_json(data) if protobuf.is_protobuf(data) else None) or data.decode("utf-8", "replace")
+        raise api_exception()(http_resp=resp, body=text)
     return data
 
 
@@ -369,9 +372,9 @@ def _read_all(conn: Connection, path: str, parse: PageParser, *, field_selector:
 def _read_typed(conn: Connection, path: str, kind: str, **kw: Any) -> list[Any]:
     """A whole list of a kind the model types: pods and nodes as protobuf where the connection may, and again as
     JSON if a page of it is not one the protobuf read takes whole (the JSON read names what is wrong with it)."""
-    if conn.protobuf and kind in protobuf.KINDS:
+    if conn.protobuf and kind in protobuf.KINDS and protobuf.available():
         try:
-            return _read_all(conn, path, typed_page(kind), accept=protobuf.ACCEPT, **kw)
+            return _read_all(conn, path, typed_page(kind, asked_protobuf=True), accept=protobuf.ACCEPT, **kw)
         except ReadAsJSON:
             pass
     return _read_all(conn, path, typed_page(kind), **kw)

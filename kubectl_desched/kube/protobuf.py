@@ -10,26 +10,32 @@ order, an empty list or map left out), so both reads give the same model by cons
 read from protobuf too (or the build says which field protobuf lacks).
 
 It only says yes or no, as decode.py does: a page it cannot take whole is None, and the caller reads the list again
-as JSON, which takes what the API would take and names what it would not."""
+as JSON, which takes what the API would take and names what it would not. What the JSON read's types check (enums,
+ranges, time patterns) is not checked again here: these objects come from the API server that checked them, and the
+model checks the rest for both. The hand-kept parts are _INLINED and _ZERO_IS_UNSET; a test classes every optional
+field of wire.py so that one added is seen to."""
 
 from __future__ import annotations
 
+import json
 import keyword
 import operator
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import msgspec.inspect as mi
 
+from kubectl_desched.kube import httplog
 from kubectl_desched.model import objects as model
 from kubectl_desched.model import wire
+from kubectl_desched.sanitize import one_line
 
 ACCEPT = "application/vnd.kubernetes.protobuf, application/json"  # as client-go asks: JSON where none is served
 MAGIC = b"k8s\x00"  # the first bytes of every protobuf answer, before its runtime.Unknown envelope
 KINDS = ("Pod", "Node")  # the big lists; the rest (PDBs, CRDs such as NodeMetric) stay JSON
 
-_ZERO_TIME = -62135596800  # Go's zero time.Time in Unix seconds (it marshals as an empty message instead)
 _TIME = "k8s.io.apimachinery.pkg.apis.meta.v1.Time"
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 # Go structs inlined in their parent's JSON (`json:",inline"`) are a message of their own in protobuf.
@@ -96,7 +102,7 @@ def head(first: bytes) -> tuple[str | None, int | None]:
                     if field == 3:
                         token = first[at:value].decode()
                     elif field == 4:
-                        left = value
+                        left = value if value < 1 << 63 else None  # an int64: a negative count says nothing
                 return token, left
             return None, None
     except (IndexError, UnicodeDecodeError):
@@ -108,10 +114,12 @@ def head(first: bytes) -> tuple[str | None, int | None]:
 
 def page(data: bytes, kind: str) -> tuple[list[Any], str] | None:
     """A protobuf LIST page's objects as the model, and its continue token; None when it must be read as JSON."""
-    from google.protobuf.message import DecodeError
-
-    envelope, lists, convert = _classes()
+    built = _classes()
+    if built is None:
+        return None
+    envelope, lists, convert, refused = built
     finish = model.FINISH[kind]
+    out: list[Any] = []
     try:
         unknown = envelope()
         unknown.ParseFromString(memoryview(data)[len(MAGIC):])
@@ -121,26 +129,72 @@ def page(data: bytes, kind: str) -> tuple[list[Any], str] | None:
         found.ParseFromString(unknown.raw)
         del unknown
         to_wire = convert[kind]
-        out = [finish(to_wire(m)) for m in found.items]
-    except (DecodeError, model.ParseError, ValueError, TypeError, KeyError):
+        for m in found.items:
+            out.append(finish(to_wire(m)))
+    except refused as e:
+        if httplog.enabled(6):  # the JSON read names what is wrong with an object; this says why it was asked for
+            httplog.log(f'"Protobuf" kind="{kind}" item={len(out)} read="again as JSON" why="{one_line(e, 300)}"')
         return None
     return out, getattr(found.metadata, "continue")
 
 
-_built: tuple[Any, dict[str, Any], dict[str, Callable[[Any], Any]]] | None = None
+def available() -> bool:
+    """Whether the protobuf package and the classes load here (else a --protobuf read asks for JSON)."""
+    return _classes() is not None
 
 
-def _classes() -> tuple[Any, dict[str, Any], dict[str, Callable[[Any], Any]]]:
-    """The message classes and compiled converters, made on first use: the JSON-only paths never import protobuf."""
-    global _built
-    if _built is None:
-        from kubectl_desched.kube.k8spb import core_v1_pb2, runtime_pb2
+def status_json(data: bytes) -> str | None:
+    """An error answer written as protobuf (a metav1.Status in its envelope) as the JSON Status the same error is
+    written as, so that its message is read as any other; None when it is not one."""
+    if _classes() is None:
+        return None
+    from kubectl_desched.kube.k8spb import meta_v1_pb2, runtime_pb2
 
-        core: Any = core_v1_pb2  # its classes are made when it is imported: a type checker sees none
-        pairs = {"Pod": (wire.Pod, core.Pod), "Node": (wire.Node, core.Node)}
-        lists = {"Pod": core.PodList, "Node": core.NodeList}
-        envelope: Any = runtime_pb2
-        _built = envelope.Unknown, lists, {k: compile_converter(s, m.DESCRIPTOR) for k, (s, m) in pairs.items()}
+    try:
+        envelope: Any = runtime_pb2.Unknown()  # type: ignore[attr-defined]
+        envelope.ParseFromString(memoryview(data)[len(MAGIC):])
+        if envelope.typeMeta.kind != "Status":
+            return None
+        status: Any = meta_v1_pb2.Status()  # type: ignore[attr-defined]
+        status.ParseFromString(envelope.raw)
+    except Exception:  # DecodeError: not a Status after all
+        return None
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": status.status, "message": status.message,
+                       "reason": status.reason, "code": status.code})
+
+
+# What makes a page one to read as JSON, besides protobuf's DecodeError: a value the model refuses, a time Go's JSON
+# cannot write (ValueError, OSError, OverflowError), nesting deeper than Python goes.
+_REFUSED: tuple[type[Exception], ...] = (model.ParseError, ValueError, TypeError, KeyError, OSError, OverflowError,
+                                         RecursionError)
+_Built = tuple[Any, dict[str, Any], dict[str, Callable[[Any], Any]], tuple[type[Exception], ...]]
+_built: _Built | None = None
+_unavailable = False
+_building = threading.Lock()  # the nodes and the pods are read on threads of their own
+
+
+def _classes() -> _Built | None:
+    """The message classes, compiled converters and the parse error, made on first use (the JSON paths never import
+    protobuf); None when the protobuf package cannot be had (an older one than the classes need, none at all): then
+    everything is read as JSON, said once at -v 6."""
+    global _built, _unavailable
+    with _building:
+        if _built is None and not _unavailable:
+            try:
+                from google.protobuf.message import DecodeError
+
+                from kubectl_desched.kube.k8spb import core_v1_pb2, runtime_pb2
+            except Exception as e:  # ImportError, or the classes' runtime_version.VersionError
+                _unavailable = True
+                if httplog.enabled(6):
+                    httplog.log(f'"Protobuf" read="as JSON" why="{one_line(e, 300)}"')
+                return None
+            core: Any = core_v1_pb2  # its classes are made when it is imported: a type checker sees none
+            pairs = {"Pod": (wire.Pod, core.Pod), "Node": (wire.Node, core.Node)}
+            lists = {"Pod": core.PodList, "Node": core.NodeList}
+            envelope: Any = runtime_pb2
+            _built = (envelope.Unknown, lists, {k: compile_converter(s, m.DESCRIPTOR) for k, (s, m) in pairs.items()},
+                      (DecodeError, *_REFUSED))
     return _built
 
 
@@ -153,20 +207,30 @@ class NotInProtobuf(TypeError):
 _times: dict[int, str] = {}
 _days: dict[int, str] = {}
 _TWO = [f"{n:02d}" for n in range(60)]
+_KEPT = 1 << 16  # formatted times and dates kept, each
 
 
 def _time(seconds: int, message: Any) -> str:
     """A metav1.Time as its JSON writes it: RFC 3339 in whole seconds, UTC. Go's zero time is written as an empty
-    message (JSON: null), which the JSON read takes as ""; 1970-01-01T00:00:00Z has its seconds, 0, written."""
-    if (seconds == 0 and not message.HasField("seconds")) or seconds == _ZERO_TIME:
+    message (JSON: null), which the JSON read takes as ""; 1970-01-01T00:00:00Z has its seconds, 0, written. A
+    year Go's JSON cannot write (outside 0 to 9999) is a ValueError: the page is read as JSON."""
+    if seconds == 0 and not message.HasField("seconds"):
         return ""
     day, moment = divmod(seconds, 86400)  # most times differ, most days do not: a date is formatted once a day
     date = _days.get(day)
     if date is None:
-        date = _days[day] = time.strftime("%Y-%m-%dT", time.gmtime(day * 86400))
+        try:
+            tm = time.gmtime(day * 86400)
+        except (OSError, OverflowError):
+            raise ValueError(f"a time {seconds} s from 1970") from None
+        if not 0 <= tm.tm_year <= 9999:
+            raise ValueError(f"a time in the year {tm.tm_year}")
+        date = f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}T"
+        if len(_days) < _KEPT:
+            _days[day] = date
     hour, moment = divmod(moment, 3600)
     text = date + _TWO[hour] + ":" + _TWO[moment // 60] + ":" + _TWO[moment % 60] + "Z"
-    if seconds and len(_times) < 1 << 16:  # 0 is never kept: whether it is 1970 or no time, the message says
+    if seconds and len(_times) < _KEPT:  # 0 is never kept: whether it is 1970 or no time, the message says
         _times[seconds] = text
     return text
 
@@ -185,7 +249,7 @@ def _empty_dir(m: Any) -> dict[str, Any]:
 # equal values with bytes in another order (a map's) are only made twice. (Not conditions: their times differ.)
 _SHARED = {"k8s.io.api.core.v1.Toleration", "k8s.io.apimachinery.pkg.apis.meta.v1.OwnerReference",
            "k8s.io.api.core.v1.ResourceRequirements"}
-_SHARED_LIMIT = 1 << 14  # per shape, for each read: a cache, not a copy of the cluster
+_SHARED_LIMIT = 1 << 14  # per shape, for the process: a cache, not a copy of the cluster
 
 
 # Fields wire.py keeps as plain JSON (dict[str, Any]): made as the API's JSON would have them.

@@ -211,3 +211,15 @@ def test_a_plan_made_of_protobuf_is_the_plan_made_of_json(cluster: LocalCluster,
     plans[0]["identity"]["arguments"].remove("--protobuf")
     assert len(plans[0]["nodes"]) == 2
     assert json.dumps(plans[0]) == json.dumps(plans[1])
+
+
+def test_a_refusal_written_as_protobuf_says_what_the_server_said(cluster: LocalCluster, namespace: str) -> None:
+    """The apiserver writes its error Status in the read's encoding: --protobuf gets it as protobuf, and the line
+    says the same as the JSON read's."""
+    limited = cluster.kubeconfig_for("limited")  # no RBAC binding: every list is refused
+    refused = [desched(limited, "balance", "-n", namespace, "--dry-run=client", *extra) for extra in (["--protobuf"],
+                                                                                                     [])]
+    assert [p.returncode for p in refused] == [1, 1]
+    assert refused[0].stderr == refused[1].stderr
+    assert refused[0].stderr.count("\n") == 1, refused[0].stderr
+    assert 'forbidden (403): nodes is forbidden: User "limited" cannot list resource "nodes"' in refused[0].stderr
