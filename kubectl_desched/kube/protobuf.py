@@ -23,7 +23,7 @@ import operator
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec.inspect as mi
 
@@ -114,24 +114,22 @@ def head(first: bytes) -> tuple[str | None, int | None]:
 
 def page(data: bytes, kind: str) -> tuple[list[Any], str] | None:
     """A protobuf LIST page's objects as the model, and its continue token; None when it must be read as JSON."""
-    built = _classes()
-    if built is None:
+    c = _classes()
+    if c is None:
         return None
-    envelope, lists, convert, refused = built
     finish = model.FINISH[kind]
     out: list[Any] = []
     try:
-        unknown = envelope()
-        unknown.ParseFromString(memoryview(data)[len(MAGIC):])
-        if unknown.contentEncoding or unknown.typeMeta.kind not in ("", f"{kind}List"):
+        raw = _opened(c, data, ("", f"{kind}List"))  # a list's envelope may leave its kind out
+        if raw is None:
             return None
-        found = lists[kind]()
-        found.ParseFromString(unknown.raw)
-        del unknown
-        to_wire = convert[kind]
+        found = c.lists[kind]()
+        found.ParseFromString(raw)
+        del raw
+        to_wire = c.convert[kind]
         for m in found.items:
             out.append(finish(to_wire(m)))
-    except refused as e:
+    except c.refused as e:
         if httplog.enabled(6):  # the JSON read names what is wrong with an object; this says why it was asked for
             httplog.log(f'"Protobuf" kind="{kind}" item={len(out)} read="again as JSON" why="{one_line(e, 300)}"')
         return None
@@ -146,18 +144,16 @@ def available() -> bool:
 def status_json(data: bytes) -> str | None:
     """An error answer written as protobuf (a metav1.Status in its envelope) as the JSON Status the same error is
     written as, so that its message is read as any other; None when it is not one."""
-    if _classes() is None:
+    c = _classes()
+    if c is None:
         return None
-    from kubectl_desched.kube.k8spb import meta_v1_pb2, runtime_pb2
-
     try:
-        envelope: Any = runtime_pb2.Unknown()  # type: ignore[attr-defined]
-        envelope.ParseFromString(memoryview(data)[len(MAGIC):])
-        if envelope.typeMeta.kind != "Status":
+        raw = _opened(c, data, ("Status",))
+        if raw is None:
             return None
-        status: Any = meta_v1_pb2.Status()  # type: ignore[attr-defined]
-        status.ParseFromString(envelope.raw)
-    except Exception:  # DecodeError: not a Status after all
+        status = c.status()
+        status.ParseFromString(raw)
+    except c.refused:  # DecodeError: not a Status after all
         return None
     return json.dumps({"kind": "Status", "apiVersion": "v1", "status": status.status, "message": status.message,
                        "reason": status.reason, "code": status.code})
@@ -167,23 +163,42 @@ def status_json(data: bytes) -> str | None:
 # cannot write (ValueError, OSError, OverflowError), nesting deeper than Python goes.
 _REFUSED: tuple[type[Exception], ...] = (model.ParseError, ValueError, TypeError, KeyError, OSError, OverflowError,
                                          RecursionError)
-_Built = tuple[Any, dict[str, Any], dict[str, Callable[[Any], Any]], tuple[type[Exception], ...]]
-_built: _Built | None = None
+class _Classes(NamedTuple):
+    envelope: Any  # runtime.Unknown, around every protobuf answer
+    lists: dict[str, Any]  # PodList, NodeList by kind
+    convert: dict[str, Callable[[Any], Any]]  # a message to its model/wire.py shape, by kind
+    status: Any  # metav1.Status, an error answer's
+    refused: tuple[type[Exception], ...]  # DecodeError and _REFUSED
+
+
+_built: _Classes | None = None
 _unavailable = False
 _building = threading.Lock()  # the nodes and the pods are read on threads of their own
 
 
-def _classes() -> _Built | None:
+def _opened(c: _Classes, data: bytes, kinds: tuple[str, ...]) -> bytes | None:
+    """The bytes of the object an answer's envelope holds; None when it names none of these kinds, or is encoded."""
+    envelope = c.envelope()
+    envelope.ParseFromString(memoryview(data)[len(MAGIC):])
+    if envelope.contentEncoding or envelope.typeMeta.kind not in kinds:
+        return None
+    raw: bytes = envelope.raw
+    return raw
+
+
+def _classes() -> _Classes | None:
     """The message classes, compiled converters and the parse error, made on first use (the JSON paths never import
     protobuf); None when the protobuf package cannot be had (an older one than the classes need, none at all): then
     everything is read as JSON, said once at -v 6."""
     global _built, _unavailable
+    if _built is not None:
+        return _built
     with _building:
         if _built is None and not _unavailable:
             try:
                 from google.protobuf.message import DecodeError
 
-                from kubectl_desched.kube.k8spb import core_v1_pb2, runtime_pb2
+                from kubectl_desched.kube.k8spb import core_v1_pb2, meta_v1_pb2, runtime_pb2
             except Exception as e:  # ImportError, or the classes' runtime_version.VersionError
                 _unavailable = True
                 if httplog.enabled(6):
@@ -193,8 +208,10 @@ def _classes() -> _Built | None:
             pairs = {"Pod": (wire.Pod, core.Pod), "Node": (wire.Node, core.Node)}
             lists = {"Pod": core.PodList, "Node": core.NodeList}
             envelope: Any = runtime_pb2
-            _built = (envelope.Unknown, lists, {k: compile_converter(s, m.DESCRIPTOR) for k, (s, m) in pairs.items()},
-                      (DecodeError, *_REFUSED))
+            meta: Any = meta_v1_pb2
+            _built = _Classes(envelope.Unknown, lists,
+                              {k: compile_converter(s, m.DESCRIPTOR) for k, (s, m) in pairs.items()}, meta.Status,
+                              (DecodeError, *_REFUSED))
     return _built
 
 
