@@ -373,19 +373,16 @@ def available_memory() -> int:
 READ_ONLY = """
 from kubectl_desched.kube.config import KubeOptions, connect
 from kubectl_desched.kube.live import read_cluster
-read_cluster(connect(KubeOptions()))
-"""
-READ_ONLY_PROTOBUF = """
-from kubectl_desched.kube.config import KubeOptions, connect
-from kubectl_desched.kube.live import read_cluster
 from kubectl_desched.kube.overrides import ConnectionFlags
-read_cluster(connect(KubeOptions(flags=ConnectionFlags(protobuf=True))))
+read_cluster(connect(KubeOptions({options})))
 """
 
 
-def read_only_command(exe: str, script: str = READ_ONLY) -> list[str]:
-    """READ_ONLY run by the python beside `exe`. -P: the package comes from that python's environment, never from
-    the working directory (a checkout of another build)."""
+def read_only_command(exe: str, protobuf: bool = False) -> list[str]:
+    """READ_ONLY run by the python beside `exe` (--protobuf's read with `protobuf`; a build before it has none). -P:
+    the package comes from that python's environment, never from the working directory (a checkout of another
+    build)."""
+    script = READ_ONLY.format(options="flags=ConnectionFlags(protobuf=True)" if protobuf else "")
     return [str(Path(exe).with_name("python")), "-P", "-c", script]
 
 
@@ -712,7 +709,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         if "tool" not in args.skip:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
                       cmd("balance --protobuf", [*balance, "--protobuf"]),
-                      cmd("balance: read only --protobuf", read_only_command(exe, READ_ONLY_PROTOBUF)),
+                      cmd("balance: read only --protobuf", read_only_command(exe, protobuf=True)),
                       cmd("explain node", [exe, "explain", "node", node])]
             if "uncompressed" not in args.skip:  # what kubectl's --disable-compression saves where the link is fast
                 steps.append(cmd("balance --disable-compression", [*balance, "--disable-compression"]))
