@@ -852,7 +852,12 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
         host_weight, zone_weight = math.log(len(hosts) + 2), math.log(len(zones) + 2)
         on_host, in_zone = cl.owned_in(w, 0).get, cl.owned_in(w, 1).get
         host_add, zone_add = host_skew - 1, zone_skew - 1
-        rounded = [round(on_host(h, 0) * host_weight + host_add + in_zone(z, 0) * zone_weight + zone_add)
+        # Most nodes hold none of the workload's pods: their sum is their zone's, worked out once per zone by the
+        # same expression (the same float, so the same rounding).
+        alone = {z: round(0 * host_weight + host_add + in_zone(z, 0) * zone_weight + zone_add)
+                 for z in cast(set[str], zones)}
+        rounded = [alone[z] if (k := on_host(h)) is None else
+                   round(k * host_weight + host_add + in_zone(z, 0) * zone_weight + zone_add)
                    for h, z in cast(list[tuple[str, str]], values)]
         hi, lo = max(rounded), min(rounded)  # as _normalized, with no node left out
         if hi == 0:
