@@ -580,15 +580,20 @@ def server_version(conn: Connection) -> str:
 FEW_NAMESPACES = 8
 
 
-def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[str] | None = None) -> list[Any]:
+_PDBS = "/apis/policy/v1/poddisruptionbudgets"
+
+
+def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[str] | None = None,
+               started: _Beside | None = None) -> list[Any]:
     """Every PDB, or those of some namespaces: a few concurrent small LISTs for a few namespaces, one cluster-wide
-    LIST kept to them for more (by namespace again where the user may not list them cluster-wide)."""
+    LIST kept to them for more (by namespace again where the user may not list them cluster-wide). started: that
+    cluster-wide LIST, already under way."""
     parse = typed_page("PodDisruptionBudget")
     try:
         if namespaces is not None and len(namespaces) <= FEW_NAMESPACES:
             return _read_pdbs_of(conn, namespaces, parse)
         try:
-            found = _read_all(conn, "/apis/policy/v1/poddisruptionbudgets", parse, label="pdbs")
+            found = started.result() if started is not None else _read_all(conn, _PDBS, parse, label="pdbs")
         except api_exception() as e:
             if e.status != 403 or namespaces is None:
                 raise
@@ -614,26 +619,64 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
     """`explain node`'s quick read: that node, its pods (field selector spec.nodeName) and the cluster-wide
     settings (the PDBs of the namespaces of its pods in_scope, the extra kinds), none of the other nodes' pods.
     A pod out of scope is never a candidate, so no PDB of its namespace is consulted. None when the node does not
-    exist."""
+    exist.
+
+    The node, the extra kinds and the cluster-wide PDB LIST are read beside the pods (the LIST stops if the pods'
+    namespaces are few, which are read one by one): the same objects, errors and warnings as reading them one
+    after the other (node, pods, PDBs, extra kinds), in about the time of the longest instead of their sum."""
     what = f"reading node {name}"
+    later: list[str] = []  # the extra kinds' warnings, said after the PDBs' as when they were read after them
+    few = threading.Event()  # the pods' namespaces are few: the cluster-wide PDB LIST stops at its next page
+
+    def unless_few() -> None:
+        if few.is_set():
+            raise _NotNeeded
+
     try:
+        node_read = _Beside(lambda: _read_one_node(conn, name))
+        extra_read = _Beside(lambda: _read_extras(conn, kinds, later.append))
+        # Most nodes' pods span more namespaces than FEW_NAMESPACES: their PDBs come from one cluster-wide LIST,
+        # read beside the pods rather than after them.
+        pdbs_read = _Beside(lambda: _read_all(conn, _PDBS, typed_page("PodDisruptionBudget"), label="pdbs",
+                                              each_page=unless_few))
         try:
-            path = f"/api/v1/nodes/{quote(name, safe='')}"
-            data = request_raw(conn, "GET", path)
-            # an empty body reaches node_from_json as None: its schema check names what is missing
-            node = decode.one(data, "Node") or node_from_json(
-                decode_json(data, "GET", path) if data else None)  # type: ignore[arg-type]
-            pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}",
-                             label="pods")
+            try:
+                pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}",
+                                 label="pods")
+            except Exception:
+                node_read.result()  # the node's error first, as when it was read first
+                raise
+            node = node_read.result()
         except ParseError as e:
+            few.set()
             raise DeschedError(f"{what}: {e}") from None
         except api_exception() as e:
+            few.set()
             if e.status == 404:
                 return None
             raise
-        pdbs = _read_pdbs(conn, warn, {p.namespace for p in pods if in_scope(p)})  # a PDB covers its namespace only
-        extra = _read_extras(conn, kinds, warn)
+        namespaces = {p.namespace for p in pods if in_scope(p)}  # a PDB covers its namespace only
+        if len(namespaces) <= FEW_NAMESPACES:
+            few.set()
+        pdbs = _read_pdbs(conn, warn, namespaces, started=pdbs_read)
+        try:
+            extra = extra_read.result()
+        finally:
+            for w in later:
+                warn(w)
     except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
                         extra=extra)
+
+
+class _NotNeeded(Exception):
+    """Ends a read beside another whose answer made it needless."""
+
+
+def _read_one_node(conn: Connection, name: str) -> Any:
+    path = f"/api/v1/nodes/{quote(name, safe='')}"
+    data = request_raw(conn, "GET", path)
+    # an empty body reaches node_from_json as None: its schema check names what is missing
+    return decode.one(data, "Node") or node_from_json(
+        decode_json(data, "GET", path) if data else None)  # type: ignore[arg-type]

@@ -286,7 +286,9 @@ def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch
     assert sorted(p.name for p in state.pods) == ["p1", "p4", "shop-1"]
     assert sorted(x.name for x in state.pdbs) == ["cart", "web"]
     paths = [path for path, _q in server.calls]
-    assert "/api/v1/nodes" not in paths and "/apis/policy/v1/poddisruptionbudgets" not in paths  # no full lists
+    assert "/api/v1/nodes" not in paths  # one node, not the list
+    assert {"/apis/policy/v1/namespaces/shop/poddisruptionbudgets",  # two namespaces: a LIST each
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets"} <= set(paths)
     assert {q.get("fieldSelector") for path, q in server.calls if path == "/api/v1/pods"} == {"spec.nodeName=n1"}
     assert live.read_node(_conn(), "nope") is None
 
@@ -305,7 +307,46 @@ def test_read_node_reads_the_pdbs_of_the_namespaces_in_scope_only(monkeypatch: p
     assert not [path for path, _q in server.calls if "/namespaces/ops/" in path]  # not even asked for
     server.calls.clear()
     state = live.read_node(_conn(), "n1", in_scope=lambda _pod: False)
-    assert state is not None and state.pdbs == [] and not [p for p, _q in server.calls if "poddisruption" in p]
+    assert state is not None and state.pdbs == [] and not [p for p, _q in server.calls if "/namespaces/" in p]
+
+
+def _after(server: FakeServer, held: str, until: str) -> Any:
+    """The server, with `held` answered only once `until` was asked for: read one after the other, the reads
+    would wait (and fail on the timeout)."""
+    asked = threading.Event()
+
+    def answer(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == until:
+            asked.set()
+        elif path == held:
+            assert asked.wait(10), f"{held} was read before {until}, not beside it"
+        return server(conn, method, path, **kw)
+
+    return answer
+
+
+def test_read_node_reads_the_node_beside_its_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node's GET is answered only once its pods were asked for: read one after the other, this would wait."""
+    monkeypatch.setattr(live, "request_raw", _after(FakeServer(*_objects()), "/api/v1/nodes/n1", "/api/v1/pods"))
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and list(state.nodes) == ["n1"] and sorted(p.name for p in state.pods) == ["p1", "p4"]
+
+
+def test_read_node_says_the_nodes_error_before_its_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both reads fail: the node's answer decides, as when it was read first (a 404 is "no such node")."""
+    server = FakeServer(*_objects())
+
+    def failing(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/api/v1/pods":
+            raise ApiException(status=500, reason="Internal Server Error")
+        if path.startswith("/api/v1/nodes/"):
+            raise ApiException(status=404 if path.endswith("/gone") else 403, reason="no")
+        return server(conn, method, path, **kw)
+
+    monkeypatch.setattr(live, "request_raw", failing)
+    assert live.read_node(_conn(), "gone") is None
+    with pytest.raises(DeschedError, match="403"):
+        live.read_node(_conn(), "n1")
 
 
 def _node_in_many_namespaces(count: int) -> tuple[FakeServer, list[dict]]:
@@ -332,7 +373,39 @@ def test_read_node_reads_many_namespaces_pdbs_in_one_list(monkeypatch: pytest.Mo
     monkeypatch.setattr(live, "request_raw", server2)
     state = live.read_node(_conn(), "n1")
     assert state is not None and len(state.pdbs) == live.FEW_NAMESPACES - 1
-    assert "/apis/policy/v1/poddisruptionbudgets" not in [path for path, _q in server2.calls]
+    by_namespace = {path for path, _q in server2.calls if "/namespaces/" in path}
+    assert len(by_namespace) == live.FEW_NAMESPACES  # ns0..ns6 and default
+
+
+def test_read_node_reads_the_cluster_wide_pdbs_beside_its_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past FEW_NAMESPACES the cluster-wide PDB LIST was already under way while the pods were read; with few
+    namespaces it stops at its next page, and the namespaces' own LISTs answer."""
+    server, _pdbs = _node_in_many_namespaces(live.FEW_NAMESPACES + 2)
+    monkeypatch.setattr(live, "request_raw", _after(server, "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"))
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and len(state.pdbs) == live.FEW_NAMESPACES + 2
+
+    few, pdbs = _objects()[1][:1], [b.pdb(f"b{i}", {"app": "x"}, namespace=f"ns{i}") for i in range(40)]
+    server3 = FakeServer(_objects()[0], [{**few[0], "spec": {**few[0]["spec"], "nodeName": "n1"}}])
+    server3.lists["/apis/policy/v1/poddisruptionbudgets"] = [*pdbs, b.pdb("web", {"app": "web"})]
+    pods_read = threading.Event()
+    pages_after = []
+
+    def slow_pdbs(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/apis/policy/v1/poddisruptionbudgets":
+            if pods_read.is_set():
+                pages_after.append(path)
+            time.sleep(0.01)  # each page takes a while, as a real one
+        answer = server3(conn, method, path, **kw)
+        if path == "/api/v1/pods":
+            pods_read.set()
+        return answer
+
+    monkeypatch.setattr(live, "request_raw", slow_pdbs)
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and [x.name for x in state.pdbs] == ["web"]  # from its namespace's LIST
+    time.sleep(0.1)
+    assert len(pages_after) <= 3  # of 21 pages of 2: it stopped once the pods were read
 
 
 def test_read_node_falls_back_to_namespaces_when_the_cluster_wide_list_is_forbidden(
