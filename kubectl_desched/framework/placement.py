@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +178,10 @@ class _Cluster:
         self.owned: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         # Each node's values of the default spreading's keys (None where unlabelled), which never change.
         self.spread_values = {n.name: tuple(n.labels.get(key) for key, _skew in DEFAULT_SPREAD) for n in self.nodes}
+        # Every node labelled with a hostname of its own (as kubelets label them): any set of nodes has as many
+        # hostnames as nodes, none missing, which the default spreading then need not count.
+        hostnames = [v[0] for v in self.spread_values.values()]
+        self.hostnames_unique = None not in hostnames and len(set(hostnames)) == len(hostnames)
         # The workload's pods per value of the default spreading's key i: built on first use, then kept current.
         self._owned_in: dict[tuple[tuple[str, str, str], int], dict[str, int]] = {}
         self._residents = [p for p in state.pods if not p.is_terminal and p.node_name and p.node_name in self.used]
@@ -839,6 +844,14 @@ def _normalized(raw: list[float | None]) -> list[int]:
 DEFAULT_SPREAD = (("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5))
 
 
+_host_of, _zone_of = operator.itemgetter(0), operator.itemgetter(1)  # of a node's spread_values
+
+
+def _labelled_count(values: set[str | None]) -> int:
+    """How many values, 0 when one is None (a node without the label)."""
+    return 0 if None in values else len(values)
+
+
 def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
     """The default spreading's normalized score of each feasible node, in their order (empty: not scored)."""
     w = workload_of(pod)
@@ -847,9 +860,10 @@ def _default_spread(pod: Pod, feasible: list[Node], cl: _Cluster) -> list[int]:
     spread_values = cl.spread_values
     values = [spread_values[n.name] for n in feasible]
     (_host_key, host_skew), (_zone_key, zone_skew) = DEFAULT_SPREAD
-    hosts, zones = {v[0] for v in values}, {v[1] for v in values}
-    if None not in hosts and None not in zones:  # nodes labelled as kubelets and clouds label them: one sum each
-        host_weight, zone_weight = math.log(len(hosts) + 2), math.log(len(zones) + 2)
+    zones = set(map(_zone_of, values))
+    hosts = len(values) if cl.hostnames_unique else _labelled_count(set(map(_host_of, values)))
+    if hosts and None not in zones:  # nodes labelled as kubelets and clouds label them: one sum each
+        host_weight, zone_weight = math.log(hosts + 2), math.log(len(zones) + 2)
         on_host, in_zone = cl.owned_in(w, 0).get, cl.owned_in(w, 1).get
         host_add, zone_add = host_skew - 1, zone_skew - 1
         # Most nodes hold none of the workload's pods: their sum is their zone's, worked out once per zone by the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kubectl_desched.framework import placement
@@ -288,3 +289,40 @@ def test_a_shape_s_known_fits_and_scores_follow_each_landing_and_leaving() -> No
         {"b": (cl.version["b"], None), "c": (cl.version["c"], None), "src": (cl.version["src"], "insufficient cpu")}
     dest = est.keep()
     assert known[dest.node or ""][0] != cl.version[dest.node or ""]  # stale: read again by the next replacement
+
+
+def _spread_by_formula(counts: list[tuple[int, int]], hosts: int, zones: int) -> list[int]:
+    """kube-scheduler's default spreading for nodes holding (pods on its host, pods in its zone) of the workload:
+    count x ln(domains + 2) + maxSkew - 1 per key (hostname skew 3, zone 5), rounded, then normalized."""
+    raw = [round(h * math.log(hosts + 2) + 2 + z * math.log(zones + 2) + 4) for h, z in counts]
+    hi, lo = max(raw), min(raw)
+    return [100 * (hi + lo - r) // hi if hi else 100 for r in raw]
+
+
+def test_default_spreading_on_labelled_nodes_follows_the_formula() -> None:
+    """Nodes labelled with a hostname and a zone take the quick sum; with two nodes under one hostname (not
+    as kubelets label them) the hostnames are counted, not the nodes. Both give the scheduler's scores."""
+    from kubectl_desched.framework.placement import _Cluster, _default_spread, workload_of
+
+    def cluster(shared_host: bool) -> tuple[_Cluster, Any, list[Any]]:
+        zone = "topology.kubernetes.io/zone"
+        names = ["a1", "a2", "b1", "b2", "c1"]
+        host = {n: ("a1" if shared_host and n == "a2" else n) for n in names}
+        nodes = [b.node(n, labels={"kubernetes.io/hostname": host[n], zone: n[0]}) for n in names]
+        pods = [pod("r1", "a1", owner_name="web"), pod("r2", "a1", owner_name="web"), pod("r3", "b1", owner_name="web"),
+                pod("mover", "c1", owner_name="web")]
+        state, _ = setup([*nodes, *pods], [])
+        cl = _Cluster(state)
+        mover = next(p for p in state.pods if p.name == "mover")
+        cl.track(mover)
+        return cl, mover, [cl.nodes_by_name[n] for n in names]
+
+    cl, mover, feasible = cluster(shared_host=False)
+    assert cl.hostnames_unique and workload_of(mover) is not None
+    # on host / in zone: a1 2/2, a2 0/2, b1 1/1, b2 0/1, c1 1/1 (the mover itself, still running)
+    want = _spread_by_formula([(2, 2), (0, 2), (1, 1), (0, 1), (1, 1)], hosts=5, zones=3)
+    assert _default_spread(mover, feasible, cl) == want
+    cl, mover, feasible = cluster(shared_host=True)
+    assert not cl.hostnames_unique
+    want = _spread_by_formula([(2, 2), (2, 2), (1, 1), (0, 1), (1, 1)], hosts=4, zones=3)  # a2 is host a1 too
+    assert _default_spread(mover, feasible, cl) == want
