@@ -766,7 +766,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             with (work / f"run-{nodes}-{pods}.json").open("w") as f:
                 subprocess.run([exe, "run", "--from-file", str(snap), "--policy", str(policy), "-o", "json"],
                                stdout=f, env=env, check=True)
-            result["plans"] = same_plan(first, work / f"run-{nodes}-{pods}.json")
+            from clustergen.units import KUBE_VERSION  # the generated nodes' kubeletVersion
+
+            result["plans"] = same_plan(first, work / f"run-{nodes}-{pods}.json", server_version(cluster.kubeconfig),
+                                        KUBE_VERSION)
     finally:
         cluster.stop()
     result.update(skipped=t.skipped,
@@ -790,13 +793,32 @@ def same_document(a: Path, b: Path) -> str:
             f"DIFFERENT: {len(docs[0]['candidates'])} and {len(docs[1]['candidates'])} candidates")
 
 
-def same_plan(live: Path, snap: Path) -> str:
-    """The live plan and the snapshot's: the same objects must give the same candidates."""
+def same_plan(live: Path, snap: Path, live_version: str = "", snap_version: str = "") -> str:
+    """The live plan and the snapshot's: the same objects must give the same candidates, where both estimates
+    follow the same scheduler (the live one the API server's version, the snapshot's its kubelets' newest)."""
     def key(path: Path) -> list[tuple[str, str, str]]:
         return [(c["namespace"], c["pod"], c["reason"]) for c in json.loads(path.read_text())["candidates"]]
 
     a, b = key(live), key(snap)
-    return f"same {len(a)} candidates" if a == b else f"DIFFERENT: {len(a)} live, {len(b)} from the snapshot"
+    if a == b:
+        return f"same {len(a)} candidates"
+    found = f"DIFFERENT: {len(a)} live, {len(b)} from the snapshot"
+    minor = [m.group(1) if (m := re.match(r"v?1\.(\d+)", v)) else None for v in (live_version, snap_version)]
+    if None not in minor and minor[0] != minor[1]:
+        found += (f" (expected: the live estimate follows the API server's {live_version}, the snapshot's its "
+                  f"kubelets' {snap_version})")
+    return found
+
+
+def server_version(kubeconfig: Path) -> str:
+    """The bench API server's gitVersion."""
+    connect, headers = _floor_target(kubeconfig, "json", False)
+    conn = connect()
+    try:
+        conn.request("GET", "/version", headers=headers)
+        return str(json.loads(conn.getresponse().read()).get("gitVersion", ""))
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------------------------------------- the report
