@@ -517,6 +517,10 @@ class _Beside:
         self.raise_if_failed()
         return self._value
 
+    def done_without_error(self) -> bool:
+        """Whether the read has ended with its answer (not waiting for it)."""
+        return not self._thread.is_alive() and self._error is None
+
 
 @cycle_collector_paused()
 def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progress: Progress | None = None,
@@ -587,10 +591,10 @@ def _read_pdbs(conn: Connection, warn: Callable[[str], None], namespaces: set[st
                started: _Beside | None = None) -> list[Any]:
     """Every PDB, or those of some namespaces: a few concurrent small LISTs for a few namespaces, one cluster-wide
     LIST kept to them for more (by namespace again where the user may not list them cluster-wide). started: that
-    cluster-wide LIST, already under way."""
+    cluster-wide LIST, already under way: its answer is taken, for few namespaces too."""
     parse = typed_page("PodDisruptionBudget")
     try:
-        if namespaces is not None and len(namespaces) <= FEW_NAMESPACES:
+        if namespaces is not None and len(namespaces) <= FEW_NAMESPACES and started is None:
             return _read_pdbs_of(conn, namespaces, parse)
         try:
             found = started.result() if started is not None else _read_all(conn, _PDBS, parse, label="pdbs")
@@ -621,49 +625,45 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
     A pod out of scope is never a candidate, so no PDB of its namespace is consulted. None when the node does not
     exist.
 
-    The node, the extra kinds and the cluster-wide PDB LIST are read beside the pods (the LIST stops if the pods'
-    namespaces are few, which are read one by one): the same objects, errors and warnings as reading them one
-    after the other (node, pods, PDBs, extra kinds), in about the time of the longest instead of their sum."""
+    The node and the cluster-wide PDB LIST are read beside the pods. That LIST is kept past FEW_NAMESPACES in
+    scope; with fewer it is used only if it is already whole, else it stops at its next page and each namespace is
+    read. Objects, errors and warnings are those of reading one after the other (node, pods, PDBs, extra kinds)."""
     what = f"reading node {name}"
-    later: list[str] = []  # the extra kinds' warnings, said after the PDBs' as when they were read after them
-    few = threading.Event()  # the pods' namespaces are few: the cluster-wide PDB LIST stops at its next page
+    heap.one_heap()  # before the helper threads, as read_cluster
+    unneeded = threading.Event()  # set on every way out but the one that takes the cluster-wide LIST's answer
 
-    def unless_few() -> None:
-        if few.is_set():
+    def unless_unneeded() -> None:
+        if unneeded.is_set():
             raise _NotNeeded
 
     try:
         node_read = _Beside(lambda: _read_one_node(conn, name))
-        extra_read = _Beside(lambda: _read_extras(conn, kinds, later.append))
-        # Most nodes' pods span more namespaces than FEW_NAMESPACES: their PDBs come from one cluster-wide LIST,
-        # read beside the pods rather than after them.
         pdbs_read = _Beside(lambda: _read_all(conn, _PDBS, typed_page("PodDisruptionBudget"), label="pdbs",
-                                              each_page=unless_few))
+                                              each_page=unless_unneeded))
         try:
             try:
-                pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}",
-                                 label="pods")
-            except Exception:
-                node_read.result()  # the node's error first, as when it was read first
+                try:
+                    pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"),
+                                     field_selector=f"spec.nodeName={name}", label="pods")
+                except Exception:
+                    node_read.result()  # the node's error first, as when it was read first
+                    raise
+                node = node_read.result()
+            except ParseError as e:
+                raise DeschedError(f"{what}: {e}") from None
+            except api_exception() as e:
+                if e.status == 404:
+                    return None
                 raise
-            node = node_read.result()
-        except ParseError as e:
-            few.set()
-            raise DeschedError(f"{what}: {e}") from None
-        except api_exception() as e:
-            few.set()
-            if e.status == 404:
-                return None
-            raise
-        namespaces = {p.namespace for p in pods if in_scope(p)}  # a PDB covers its namespace only
-        if len(namespaces) <= FEW_NAMESPACES:
-            few.set()
-        pdbs = _read_pdbs(conn, warn, namespaces, started=pdbs_read)
-        try:
-            extra = extra_read.result()
+            namespaces = {p.namespace for p in pods if in_scope(p)}  # a PDB covers its namespace only
+            # past FEW_NAMESPACES the LIST is what would be asked for; below, its answer if it has come whole
+            take_list = len(namespaces) > FEW_NAMESPACES or pdbs_read.done_without_error()
+            if not take_list:
+                unneeded.set()
+            pdbs = _read_pdbs(conn, warn, namespaces, started=pdbs_read if take_list else None)
         finally:
-            for w in later:
-                warn(w)
+            unneeded.set()  # whatever ends here: the LIST reads no further page
+        extra = _read_extras(conn, kinds, warn)
     except (api_exception(), urllib3.exceptions.HTTPError, OSError) as e:
         raise describe_api_error(e, what, conn.server) from None
     return ClusterState([node], pods, pdbs, source=f"node {name} of cluster {conn.server} (context {conn.context})",
@@ -676,7 +676,8 @@ class _NotNeeded(Exception):
 
 def _read_one_node(conn: Connection, name: str) -> Any:
     path = f"/api/v1/nodes/{quote(name, safe='')}"
-    data = request_raw(conn, "GET", path)
+    with interrupts.abandonable():  # on a helper thread: an interrupted command may leave without its answer
+        data = request_raw(conn, "GET", path)
     # an empty body reaches node_from_json as None: its schema check names what is missing
     return decode.one(data, "Node") or node_from_json(
         decode_json(data, "GET", path) if data else None)  # type: ignore[arg-type]

@@ -273,6 +273,12 @@ def test_remaining_items_is_read_from_the_list_metadata_only(head: bytes, left: 
     assert live.remaining_items(head) == left
 
 
+def _cluster_wide_list_not_yet_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a real server, the cluster-wide PDB LIST read beside the pods has not come whole by the time they
+    have (the fake one answers at once): few namespaces are then read one by one."""
+    monkeypatch.setattr(live._Beside, "done_without_error", lambda self: False)
+
+
 def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch: pytest.MonkeyPatch) -> None:
     nodes, pods = _objects()
     pods.append(b.pod("shop-1", "n1", namespace="shop"))
@@ -281,6 +287,7 @@ def test_read_node_reads_one_node_its_pods_and_their_namespaces_pdbs(monkeypatch
         b.pdb("web", {"app": "web"}), b.pdb("cart", {"app": "cart"}, namespace="shop"),
         b.pdb("other", {"app": "x"}, namespace="elsewhere")]
     monkeypatch.setattr(live, "request_raw", server)
+    _cluster_wide_list_not_yet_whole(monkeypatch)
     state = live.read_node(_conn(), "n1")
     assert state is not None and list(state.nodes) == ["n1"]
     assert sorted(p.name for p in state.pods) == ["p1", "p4", "shop-1"]
@@ -371,6 +378,7 @@ def test_read_node_reads_many_namespaces_pdbs_in_one_list(monkeypatch: pytest.Mo
     server.calls.clear()
     server2, _ = _node_in_many_namespaces(live.FEW_NAMESPACES - 1)  # at the bound: still one LIST per namespace
     monkeypatch.setattr(live, "request_raw", server2)
+    _cluster_wide_list_not_yet_whole(monkeypatch)
     state = live.read_node(_conn(), "n1")
     assert state is not None and len(state.pdbs) == live.FEW_NAMESPACES - 1
     by_namespace = {path for path, _q in server2.calls if "/namespaces/" in path}
@@ -378,46 +386,80 @@ def test_read_node_reads_many_namespaces_pdbs_in_one_list(monkeypatch: pytest.Mo
 
 
 def test_read_node_reads_the_cluster_wide_pdbs_beside_its_pods(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past FEW_NAMESPACES the cluster-wide PDB LIST was already under way while the pods were read; with few
-    namespaces it stops at its next page, and the namespaces' own LISTs answer."""
+    """Past FEW_NAMESPACES the cluster-wide PDB LIST was already under way while the pods were read."""
     server, _pdbs = _node_in_many_namespaces(live.FEW_NAMESPACES + 2)
     monkeypatch.setattr(live, "request_raw", _after(server, "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"))
     state = live.read_node(_conn(), "n1")
     assert state is not None and len(state.pdbs) == live.FEW_NAMESPACES + 2
 
-    few, pdbs = _objects()[1][:1], [b.pdb(f"b{i}", {"app": "x"}, namespace=f"ns{i}") for i in range(40)]
-    server3 = FakeServer(_objects()[0], [{**few[0], "spec": {**few[0]["spec"], "nodeName": "n1"}}])
-    server3.lists["/apis/policy/v1/poddisruptionbudgets"] = [*pdbs, b.pdb("web", {"app": "web"})]
-    pods_read = threading.Event()
-    pages_after = []
 
-    def slow_pdbs(conn: Any, method: str, path: str, **kw: Any) -> Any:
+def _few_namespaces_many_pdbs() -> FakeServer:
+    """n1 holds one pod (namespace default) and the cluster 41 PDBs: 21 pages of 2 of the cluster-wide LIST."""
+    nodes, pods = _objects()
+    server = FakeServer(nodes, [{**pods[0], "spec": {**pods[0]["spec"], "nodeName": "n1"}}])
+    server.lists["/apis/policy/v1/poddisruptionbudgets"] = [
+        *(b.pdb(f"b{i}", {"app": "x"}, namespace=f"ns{i}") for i in range(40)), b.pdb("web", {"app": "web"})]
+    return server
+
+
+def test_read_node_stops_the_cluster_wide_pdb_list_when_the_namespaces_are_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not yet whole when the pods say their namespaces are few: the LIST stops at its next page, and the
+    namespace's own LIST answers."""
+    server = _few_namespaces_many_pdbs()
+    held = threading.Event()
+    listed: list[str] = []
+
+    def held_list(conn: Any, method: str, path: str, **kw: Any) -> Any:
         if path == "/apis/policy/v1/poddisruptionbudgets":
-            if pods_read.is_set():
-                pages_after.append(path)
-            time.sleep(0.01)  # each page takes a while, as a real one
-        answer = server3(conn, method, path, **kw)
-        if path == "/api/v1/pods":
-            pods_read.set()
-        return answer
+            listed.append(path)
+            if len(listed) > 1:  # the pages after the first wait until read_node has answered
+                assert held.wait(10)
+        return server(conn, method, path, **kw)
 
-    monkeypatch.setattr(live, "request_raw", slow_pdbs)
+    monkeypatch.setattr(live, "request_raw", held_list)
     state = live.read_node(_conn(), "n1")
-    assert state is not None and [x.name for x in state.pdbs] == ["web"]  # from its namespace's LIST
-    time.sleep(0.1)
-    assert len(pages_after) <= 3  # of 21 pages of 2: it stopped once the pods were read
+    assert state is not None and [x.name for x in state.pdbs] == ["web"]
+    assert "/apis/policy/v1/namespaces/default/poddisruptionbudgets" in [path for path, _q in server.calls]
+    asked = len(listed)  # the first page and those the read-ahead asked for meanwhile
+    assert asked <= 1 + live.AHEAD
+    held.set()
+    time.sleep(0.3)  # unheld, a LIST that did not stop would ask for its 21 pages at once
+    assert len(listed) <= asked + live.AHEAD  # at most what the read-ahead had asked for before the stop
+
+
+def test_read_node_takes_the_cluster_wide_pdb_list_when_it_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Already whole when the pods are read: its answer is kept to the namespaces in scope, and no namespace is
+    read on its own."""
+    server = _few_namespaces_many_pdbs()
+    monkeypatch.setattr(live, "request_raw", server)
+    monkeypatch.setattr(live._Beside, "done_without_error", lambda self: (self.result(), True)[1])  # waits for it
+    state = live.read_node(_conn(), "n1")
+    assert state is not None and [x.name for x in state.pdbs] == ["web"]
+    assert not [path for path, _q in server.calls if "/namespaces/" in path]
+
+
+def _cluster_wide_pdbs_failing(server: FakeServer, status: int) -> Any:
+    def answer(conn: Any, method: str, path: str, **kw: Any) -> Any:
+        if path == "/apis/policy/v1/poddisruptionbudgets":
+            raise ApiException(status=status, reason="no")
+        return server(conn, method, path, **kw)
+
+    return answer
+
+
+def test_read_node_ignores_a_failed_cluster_wide_list_when_the_namespaces_are_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live, "request_raw", _cluster_wide_pdbs_failing(_few_namespaces_many_pdbs(), 500))
+    warned: list[str] = []
+    state = live.read_node(_conn(), "n1", warn=warned.append)
+    assert state is not None and [x.name for x in state.pdbs] == ["web"] and not warned
 
 
 def test_read_node_falls_back_to_namespaces_when_the_cluster_wide_list_is_forbidden(
         monkeypatch: pytest.MonkeyPatch) -> None:
     server, _pdbs = _node_in_many_namespaces(live.FEW_NAMESPACES + 2)
-
-    def namespaced_role(conn: Any, method: str, path: str, **kw: Any) -> bytes:
-        if path == "/apis/policy/v1/poddisruptionbudgets":
-            raise ApiException(status=403, reason="Forbidden")
-        return server(conn, method, path, **kw)
-
-    monkeypatch.setattr(live, "request_raw", namespaced_role)
+    monkeypatch.setattr(live, "request_raw", _cluster_wide_pdbs_failing(server, 403))  # a namespaced role
     warned: list[str] = []
     state = live.read_node(_conn(), "n1", warn=warned.append)
     assert state is not None and not warned
@@ -476,13 +518,15 @@ def test_an_interrupt_during_the_pod_read_does_not_wait_for_the_nodes(monkeypatc
         return server(conn, method, path, **kw)
 
     monkeypatch.setattr(live, "request_raw", slow_nodes)
-    began = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            live.read_cluster(_conn())
-        assert time.monotonic() - began < 5
-    finally:
-        release.set()
+    for read in (live.read_cluster, lambda conn: live.read_node(conn, "n1")):  # explain node's: one node's GET
+        began = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                read(_conn())
+            assert time.monotonic() - began < 5
+        finally:
+            release.set()
+        release.clear()
 
 
 def test_the_progress_line_on_a_terminal_says_of_how_many(monkeypatch: pytest.MonkeyPatch) -> None:
