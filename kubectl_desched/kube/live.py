@@ -9,7 +9,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import urllib3
@@ -22,6 +22,8 @@ from kubectl_desched.model import wire
 from kubectl_desched.model.objects import ParseError, cycle_collector_paused, from_json, node_from_json
 from kubectl_desched.model.state import ClusterState
 from kubectl_desched.sanitize import one_line, shown
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
@@ -517,6 +519,16 @@ class _Beside:
         self.raise_if_failed()
         return self._value
 
+    def with_read(self, read: Callable[[], T]) -> tuple[Any, T]:
+        """This read's answer and `read`'s, made meanwhile on the caller's thread: this read's error comes first,
+        as when it was made first. An interrupt (Ctrl-C, a signal) leaves at once, not waiting for it."""
+        try:
+            other = read()
+        except Exception:
+            self.result()
+            raise
+        return self.result(), other
+
     def done_without_error(self) -> bool:
         """Whether the read has ended with its answer (not waiting for it)."""
         return not self._thread.is_alive() and self._error is None
@@ -538,22 +550,19 @@ def read_cluster(conn: Connection, *, node_names: list[str] | None = None, progr
     later: list[str] = []  # warnings of the reads beside, said once the pods are read (as before, in order)
     nodes_read = _Beside(lambda: _read_typed(conn, "/api/v1/nodes", "Node", label="nodes"))
     others_read = _Beside(lambda: (_read_pdbs(conn, later.append), _read_extras(conn, kinds, later.append)))
+
+    def read_pods() -> list[Any]:
+        if node_names is not None and len(node_names) <= 20:
+            return [p for name in node_names for p in _read_typed(
+                conn, "/api/v1/pods", "Pod", field_selector=f"spec.nodeName={name}", progress=progress,
+                label="pods")]
+        # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
+        return _read_typed(conn, "/api/v1/pods", "Pod", progress=progress, label="pods",
+                           each_page=nodes_read.raise_if_failed)  # a failed node read stops it
+
     try:
         try:
-            pods: list[Any] = []
-            try:
-                if node_names is not None and len(node_names) <= 20:
-                    for name in node_names:
-                        pods += _read_typed(conn, "/api/v1/pods", "Pod",
-                                            field_selector=f"spec.nodeName={name}", progress=progress, label="pods")
-                else:
-                    # Unscheduled pods too: no plugin moves them, but minReplicas counts them as upstream does.
-                    pods = _read_typed(conn, "/api/v1/pods", "Pod", progress=progress, label="pods",
-                                       each_page=nodes_read.raise_if_failed)  # a failed node read stops it
-            except Exception:  # an interrupt (Ctrl-C, a signal) leaves at once, not waiting for the nodes
-                nodes_read.result()  # the nodes' error comes first, as when they were read first
-                raise
-            nodes = nodes_read.result()
+            nodes, pods = nodes_read.with_read(read_pods)
         except ParseError as e:
             raise DeschedError(f"{what}: {e}") from None
         try:
@@ -642,13 +651,8 @@ def read_node(conn: Connection, name: str, *, warn: Callable[[str], None] = lamb
                                               each_page=unless_unneeded))
         try:
             try:
-                try:
-                    pods = _read_all(conn, "/api/v1/pods", typed_page("Pod"),
-                                     field_selector=f"spec.nodeName={name}", label="pods")
-                except Exception:
-                    node_read.result()  # the node's error first, as when it was read first
-                    raise
-                node = node_read.result()
+                node, pods = node_read.with_read(lambda: _read_all(
+                    conn, "/api/v1/pods", typed_page("Pod"), field_selector=f"spec.nodeName={name}", label="pods"))
             except ParseError as e:
                 raise DeschedError(f"{what}: {e}") from None
             except api_exception() as e:
