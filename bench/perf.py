@@ -378,6 +378,21 @@ read_cluster(connect(KubeOptions({options})))
 """
 
 
+# The least any tool on the kubernetes client pays to answer about one node: the client imported, the kubeconfig's
+# credentials loaded the client's way, one GET of the node. explain node is measured against it.
+FLOOR_CLIENT = "floor: kubernetes client, one GET"
+CLIENT_ONE_GET = """
+import sys
+from kubernetes import config
+api = config.new_client_from_config()
+method, url, headers, body, post = api.param_serialize(
+    "GET", "/api/v1/nodes/" + sys.argv[1], header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+answer = api.call_api(method, url, header_params=headers)
+answer.read()
+sys.exit(answer.status != 200)
+"""
+
+
 def read_only_command(exe: str, protobuf: bool = False) -> list[str]:
     """READ_ONLY run by the python beside `exe` (--protobuf's read with `protobuf`; a build before it has none). -P:
     the package comes from that python's environment, never from the working directory (a checkout of another
@@ -710,6 +725,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             steps += [cmd("balance", balance), cmd("balance: read only", read_only),
                       cmd("balance --protobuf", [*balance, "--protobuf"]),
                       cmd("balance: read only --protobuf", read_only_command(exe, protobuf=True)),
+                      cmd(FLOOR_CLIENT, [str(Path(exe).with_name("python")), "-P", "-c", CLIENT_ONE_GET, node]),
                       cmd("explain node", [exe, "explain", "node", node])]
             if "uncompressed" not in args.skip:  # what kubectl's --disable-compression saves where the link is fast
                 steps.append(cmd("balance --disable-compression", [*balance, "--disable-compression"]))
@@ -834,7 +850,8 @@ ROWS: list[tuple[str, str | None]] = [
     ("descheduler: informers synced", "floor json"), ("descheduler: first complete cycle", "floor json"),
     ("balance", "floor json"), ("balance: read only", "floor json"),
     ("balance --protobuf", "balance"), ("balance: read only --protobuf", "balance: read only"),
-    ("balance --disable-compression", "floor json"), ("explain node", None), ("version", None), ("completion", None),
+    ("balance --disable-compression", "floor json"), (FLOOR_CLIENT, None), ("explain node", FLOOR_CLIENT),
+    ("version", None), ("completion", None),
     ("json.load", None), ("run --from-file", "json.load"),
     (DECODE_ALONE, None), (DECODE_BESIDE, DECODE_ALONE),
     ("link: floor json gzip", None), ("link: floor protobuf gzip", "link: floor json gzip"),

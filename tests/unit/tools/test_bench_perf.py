@@ -202,3 +202,44 @@ def test_the_live_and_snapshot_plans_are_not_comparable_where_their_schedulers_d
         "DIFFERENT: 2 live, 2 from the snapshot (not comparable: the live estimate follows the API server's "
         "v1.36.3, the snapshot's its kubelets' v1.34.1)")
     assert perf.same_plan(live, snap, "", "v1.34.1").endswith("from the snapshot")  # no version: nothing to say
+
+
+def test_the_client_floor_gets_the_node_with_the_kubeconfig_s_credentials(tmp_path: Path) -> None:
+    """explain node's floor: the kubernetes client, the kubeconfig read its way, one GET of the node. It must
+    really ask (with the credentials) and fail on an answer that is not the node."""
+    import http.server
+    import subprocess
+    import threading
+
+    seen: list[tuple[str, str | None]] = []
+
+    class Server(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("Authorization")))
+            found = self.path == "/api/v1/nodes/n1"
+            body = json.dumps({"kind": "Node", "metadata": {"name": "n1"}} if found else {}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_a: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+            "users": [{"name": "u", "user": {"token": "t0k"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        run = [sys.executable, "-P", "-c", perf.CLIENT_ONE_GET]
+        assert subprocess.run([*run, "n1"], env=env, capture_output=True).returncode == 0
+        assert seen == [("/api/v1/nodes/n1", "Bearer t0k")]
+        assert subprocess.run([*run, "gone"], env=env, capture_output=True).returncode != 0
+    finally:
+        server.shutdown()
