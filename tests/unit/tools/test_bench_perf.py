@@ -243,3 +243,4 @@ def test_the_client_floor_gets_the_node_with_the_kubeconfig_s_credentials(tmp_pa
         assert subprocess.run([*run, "gone"], env=env, capture_output=True).returncode != 0
     finally:
         server.shutdown()
+        server.server_close()
